@@ -1,0 +1,8 @@
+"""sre_repro: faithful re-implementations of five unsupervised sentence-embedding papers on SimCSE."""
+import os
+
+# Offline by default: nothing downloads unless the user sets HF_HUB_OFFLINE=0 themselves.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+__version__ = "0.1.0"

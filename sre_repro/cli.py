@@ -1,0 +1,123 @@
+"""Command line: `python -m sre_repro ...` (also installed as `sre-repro`)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .errors import SreError
+
+
+def _print_scores(scores: dict, fmt: str) -> None:
+    if fmt == "json":
+        print(json.dumps({k: round(v, 4) for k, v in scores.items()}))
+    else:
+        print("  ".join(f"{k} {v:.2f}" for k, v in scores.items()))
+
+
+def cmd_data_check(args) -> int:
+    from .data.paths import check, how_to_get, resolve_data_dir
+
+    root = resolve_data_dir(args.data_dir)
+    missing, corrupt, ok = check(root)
+    for rel in missing:
+        print(f"missing  {rel}: {how_to_get(rel)}")
+    for rel in corrupt:
+        print(f"corrupt  {rel}: checksum differs; {how_to_get(rel)}")
+    print(f"data dir {root}: {ok} files ok, {len(missing)} missing, {len(corrupt)} corrupt")
+    return 1 if missing or corrupt else 0
+
+
+def cmd_eval(args) -> int:
+    from .evaluate.model import evaluate_model
+
+    overrides = {"model_name": args.model, "pooler": args.pooler, "tasks": args.tasks,
+                 "precision": args.precision, "whiten": args.whiten}
+    from .evaluate.sts import resolve_tasks
+    resolve_tasks(args.tasks)
+    result = evaluate_model(data_dir=args.data_dir, force=args.force, **overrides)
+    _print_scores(result["metrics"]["sts"], args.format)
+    return 0
+
+
+def cmd_train(args) -> int:
+    from .config import load_yaml, parse_sets
+    from .train import train
+
+    overrides = {**load_yaml(args.config), **parse_sets(args.set)}
+    if args.method:
+        overrides["method"] = args.method
+    result = train(overrides, data_dir=args.data_dir, force=args.force)
+    print(f"run {result['config_hash']} ({result['config']['method']}, seed {result['seed']}): "
+          f"best STS-B dev {result['metrics']['stsb_dev_best']:.2f} at step {result['metrics']['best_step']}",
+          file=sys.stderr)
+    _print_scores(result["metrics"]["sts"], args.format)
+    return 0
+
+
+def cmd_download(args) -> int:
+    from .data.download import download
+
+    download(args.data_dir or "data", what=args.what)
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from .bench import main as bench_main
+
+    bench_main(out=args.out, quick=args.quick)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sre-repro", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    data = sub.add_parser("data", help="data dir commands")
+    data_sub = data.add_subparsers(dest="data_command", required=True)
+    check = data_sub.add_parser("check", help="verify every data file against its checksum")
+    check.add_argument("--data-dir")
+    check.set_defaults(func=cmd_data_check)
+
+    ev = sub.add_parser("eval", help="evaluate a model on the STS tasks without training")
+    ev.add_argument("--model", required=True, help="alias (minilm, glove, sre-bert, tiny-random), path or HF name")
+    ev.add_argument("--pooler", default="avg")
+    ev.add_argument("--tasks", default="sts", help="'sts' (all seven) or one task name")
+    ev.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
+    ev.add_argument("--whiten", action="store_true", help="BERT-whitening fitted on the unlabeled STS sentences")
+    ev.add_argument("--data-dir")
+    ev.add_argument("--format", default="text", choices=["text", "json"])
+    ev.add_argument("--force", action="store_true", help="recompute even if cached")
+    ev.set_defaults(func=cmd_eval)
+
+    tr = sub.add_parser("train", help="one training run (cached)")
+    tr.add_argument("--method")
+    tr.add_argument("--config", help="YAML file of key: value overrides")
+    tr.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one parameter (repeatable)")
+    tr.add_argument("--data-dir")
+    tr.add_argument("--format", default="text", choices=["text", "json"])
+    tr.add_argument("--force", action="store_true", help="recompute even if cached")
+    tr.set_defaults(func=cmd_train)
+
+    dl = sub.add_parser("download", help="fetch the canonical data files (needs internet)")
+    dl.add_argument("--data-dir")
+    dl.add_argument("--what", default="all", choices=["all", "senteval", "wiki", "nltk", "bookcorpus"])
+    dl.set_defaults(func=cmd_download)
+
+    be = sub.add_parser("bench", help="throughput benchmarks of this machine (writes a JSON for the book)")
+    be.add_argument("--out", default="results/benchmark.json")
+    be.add_argument("--quick", action="store_true")
+    be.set_defaults(func=cmd_bench)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except SreError as exc:
+        print(f"sre-repro: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("sre-repro: interrupted; finished work is kept (rerun to resume)", file=sys.stderr)
+        return 130

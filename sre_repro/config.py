@@ -1,0 +1,148 @@
+"""Run configuration: one flat set of knobs with defaults, scale presets, type-checked overrides.
+
+Resolution order (later wins): the common defaults, the method's own defaults, the scale preset (common,
+then the method's), the YAML file, then `--set key=value`. Unknown keys and wrong types are errors that
+name the key.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import yaml
+
+from .encoder import POOLERS
+from .errors import SreError
+
+SCALES = ["smoke", "cpu", "paper"]
+PRECISIONS = ["fp32", "bf16", "fp16"]
+TRAIN_DATA = ["wiki1m", "wiki1m_full", "sts_unlabeled", "snli"]
+
+
+@dataclass
+class CommonConfig:
+    scale: str = "cpu"              # smoke | cpu | paper: which preset fills the defaults
+    method: str = "simcse"
+    model_name: str = "minilm"      # alias, local path or HF name
+    train_data: str = "wiki1m"      # wiki1m (offline sample) | wiki1m_full | sts_unlabeled | snli
+    max_train_examples: int = 0     # 0: the whole corpus
+    epochs: int = 1
+    max_steps: int = 0              # 0: `epochs` passes over the corpus
+    batch_size: int = 64
+    max_len: int = 32               # training truncation (evaluation never truncates below 512)
+    lr: float = 3e-5
+    weight_decay: float = 0.0
+    warmup_ratio: float = 0.0
+    adam_eps: float = 1e-8
+    grad_clip: float = 1.0
+    eval_steps: int = 125           # STS-B dev every N steps; the best checkpoint is kept
+    checkpoint_steps: int = 0       # resumable checkpoint every N steps; 0: at every evaluation
+    eval_pooler: str = "cls"        # pooler at evaluation (train-time poolers belong to the method)
+    precision: str = "fp32"         # fp32 | bf16 (autocast, CPU or GPU) | fp16 (GPU autocast)
+    device: str = "auto"            # auto | cpu | cuda
+    seed: int = 42
+
+
+# Scale presets shared by every method; a method may add its own on top.
+SCALE_PRESETS = {
+    "smoke": dict(model_name="tiny-random", train_data="wiki1m", max_train_examples=96, batch_size=8,
+                  max_len=16, max_steps=6, eval_steps=3, lr=1e-4, precision="fp32"),
+    # fp32: the build machines' CPUs (AMD EPYC, AVX2) have no bf16 units; bf16 autocast is 7x slower there.
+    "cpu": dict(model_name="minilm", train_data="wiki1m", batch_size=64, max_len=32, max_steps=150,
+                eval_steps=25, lr=3e-5, precision="fp32"),
+    "paper": dict(model_name="bert-base-uncased", train_data="wiki1m_full", batch_size=64, max_len=32,
+                  epochs=1, max_steps=0, eval_steps=125, lr=3e-5, precision="fp16"),
+}
+
+
+def _coerce(key: str, value, typ):
+    """Convert a --set string, or check a YAML value, against a field's type."""
+    typ = {"int": int, "float": float, "str": str, "bool": bool}.get(typ, typ) if isinstance(typ, str) else typ
+    if isinstance(value, str) and typ is not str:
+        text = value.strip()
+        try:
+            if typ is bool:
+                if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError
+                return text.lower() in ("true", "1", "yes")
+            return typ(text)
+        except ValueError:
+            raise SreError(f"parameter {key} expects {typ.__name__}, got {value!r}") from None
+    if typ is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+        raise SreError(f"parameter {key} expects {typ.__name__}, got {value!r} ({type(value).__name__})")
+    return value
+
+
+def field_types(*classes) -> dict:
+    return {f.name: f.type for cls in classes for f in fields(cls)}
+
+
+def parse_sets(pairs) -> dict:
+    out = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise SreError(f"--set {pair!r} is not key=value: write e.g. --set lr=3e-5")
+        key, value = pair.split("=", 1)
+        out[key.strip()] = value
+    return out
+
+
+def load_yaml(path) -> dict:
+    if path is None:
+        return {}
+    path = Path(path)
+    if not path.is_file():
+        raise SreError(f"config file {path} does not exist: give a YAML file of key: value lines")
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise SreError(f"config file {path} must be a mapping of key: value lines")
+    return data
+
+
+def resolve(method: str | None = None, overrides: dict | None = None) -> dict:
+    """The complete, validated configuration as a flat dict."""
+    from .methods import get_method
+
+    overrides = dict(overrides or {})
+    method = overrides.pop("method", None) or method or "simcse"
+    method_cls = get_method(method)
+    types = field_types(CommonConfig, method_cls.Params)
+    for key in overrides:
+        if key not in types:
+            raise SreError(f"unknown parameter {key!r} for method {method}: known are {', '.join(sorted(types))}")
+    scale = _coerce("scale", overrides.get("scale", CommonConfig.scale), str)
+    if scale not in SCALES:
+        raise SreError(f"unknown scale {scale!r}: choose from {', '.join(SCALES)}")
+    cfg = {**dataclasses.asdict(CommonConfig()), **dataclasses.asdict(method_cls.Params())}
+    cfg.update(SCALE_PRESETS[scale])
+    cfg.update(method_cls.SCALE_PRESETS.get(scale, {}))
+    cfg.update({k: _coerce(k, v, types[k]) for k, v in overrides.items()})
+    cfg["method"], cfg["scale"] = method, scale
+    validate(cfg, method_cls)
+    return cfg
+
+
+def validate(cfg: dict, method_cls) -> None:
+    def choice(key, options):
+        if cfg[key] not in options:
+            raise SreError(f"unknown {key} {cfg[key]!r}: choose from {', '.join(options)}")
+
+    choice("precision", PRECISIONS)
+    choice("train_data", TRAIN_DATA)
+    choice("eval_pooler", POOLERS)
+    choice("device", ["auto", "cpu", "cuda"])
+    if cfg["max_len"] < 2:
+        raise SreError(f"max_len must be at least 2 (room for [CLS] and [SEP]), got {cfg['max_len']}")
+    if cfg["batch_size"] < 1 or (method_cls.contrastive and cfg["batch_size"] < 2):
+        raise SreError(f"batch_size {cfg['batch_size']} is too small: {cfg['method']} is contrastive and needs "
+                       "in-batch negatives, use batch_size >= 2")
+    for key in ("lr", "epochs", "eval_steps"):
+        if cfg[key] <= 0:
+            raise SreError(f"parameter {key} must be positive, got {cfg[key]}")
+    for key in ("max_steps", "max_train_examples", "checkpoint_steps", "weight_decay", "warmup_ratio", "grad_clip"):
+        if cfg[key] < 0:
+            raise SreError(f"parameter {key} must be >= 0, got {cfg[key]}")
+    method_cls.validate(cfg)

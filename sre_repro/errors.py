@@ -1,0 +1,9 @@
+"""One exception type for every input problem the user can fix.
+
+The CLI turns it into a single line on stderr and exit status 2; the message must name
+the problem and the fix.
+"""
+
+
+class SreError(Exception):
+    """A problem with the user's input, data or environment, with the fix in the message."""

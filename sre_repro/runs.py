@@ -1,0 +1,129 @@
+"""The results store and run cache.
+
+A run is identified by the hash of its resolved config (the file name) and records the hash of the library
+source that can change its numbers (`code_hash`). A lookup hits when both match; a result computed by code
+that has since changed is "stale": the book may show it (flagged) instead of retraining, `--force`
+recomputes. Writes are atomic (temp file + rename), so an interrupted write never leaves a half file, and a
+file that does not parse is treated as missing and recomputed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from .encoder import REPO_ROOT
+
+PACKAGE = Path(__file__).resolve().parent
+# Source that can change a run's numbers (not prose, plots or the CLI).
+CODE_FILES = ["train.py", "encoder.py", "methods/common.py", "methods/__init__.py", "data/sts.py",
+              "data/corpora.py", "evaluate/sts.py", "evaluate/geometry.py", "evaluate/whitening.py"]
+
+
+def results_dir(path=None) -> Path:
+    return Path(path or os.environ.get("SRE_REPRO_RESULTS") or REPO_ROOT / "results")
+
+
+def work_dir(path=None) -> Path:
+    """Checkpoints (not committed)."""
+    return Path(path or os.environ.get("SRE_REPRO_WORK") or REPO_ROOT / "work")
+
+
+def config_hash(cfg: dict) -> str:
+    return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def code_hash(kind: str) -> str:
+    """Hash of the files that can change the numbers of runs of `kind` (a method name or 'eval')."""
+    files = list(CODE_FILES)
+    if kind != "eval":
+        files.append(f"methods/{kind}.py")
+    h = hashlib.sha256()
+    for rel in files:
+        h.update(rel.encode() + b"\0" + (PACKAGE / rel).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def run_path(kind: str, cfg: dict, root=None) -> Path:
+    return results_dir(root) / kind / f"{config_hash(cfg)}.json"
+
+
+def write_json_atomic(path: Path, data) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def read(kind: str, cfg: dict, root=None) -> dict | None:
+    """The stored result for this config, or None if absent or unreadable. Sets result['stale']."""
+    path = run_path(kind, cfg, root)
+    try:
+        result = json.loads(path.read_text())
+        if result.get("config") != cfg:
+            return None
+    except (OSError, ValueError):
+        return None
+    result["stale"] = result.get("code_hash") != code_hash(kind)
+    return result
+
+
+def lookup(kind: str, cfg: dict, root=None, force: bool = False, allow_stale: bool = False) -> dict | None:
+    """A cached result to serve, or None when the run must be computed."""
+    if force:
+        return None
+    result = read(kind, cfg, root)
+    if result is None or (result["stale"] and not allow_stale):
+        return None
+    return result
+
+
+def provenance() -> dict:
+    import torch
+    import transformers
+
+    try:
+        commit = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return {"versions": {"python": platform.python_version(), "torch": torch.__version__,
+                         "transformers": transformers.__version__},
+            "hardware": {"machine": platform.machine(), "processor": platform.processor(),
+                         "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+                         "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None},
+            "git_commit": commit, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def save(kind: str, cfg: dict, result: dict, root=None) -> dict:
+    record = {**result, "kind": kind, "config": cfg, "config_hash": config_hash(cfg),
+              "code_hash": code_hash(kind), **provenance()}
+    record.pop("stale", None)
+    write_json_atomic(run_path(kind, cfg, root), record)
+    record["stale"] = False
+    return record
+
+
+def all_results(kind: str, root=None) -> list[dict]:
+    """Every stored result of a kind (for tables across runs)."""
+    out = []
+    for path in sorted((results_dir(root) / kind).glob("*.json")):
+        try:
+            r = json.loads(path.read_text())
+        except ValueError:
+            continue
+        r["stale"] = r.get("code_hash") != code_hash(kind)
+        out.append(r)
+    return out

@@ -1,0 +1,149 @@
+"""The one training loop every method uses.
+
+AdamW, linear schedule (optional warm-up), gradient clipping, STS-B dev every `eval_steps` (the best
+checkpoint is kept and is what gets tested), a resumable checkpoint every `checkpoint_steps`, optional
+autocast. Same config + seed -> identical numbers on the CPU, also across an interruption and resume
+(the checkpoint holds the optimiser, schedule, data position and RNG states).
+"""
+from __future__ import annotations
+
+import math
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from . import runs
+from .config import resolve
+from .data.sts import load_split
+from .encoder import Encoder, autocast, default_device, progress_enabled
+from .errors import SreError
+from .evaluate.geometry import geometry
+from .evaluate.model import evaluate_final
+from .evaluate.sts import evaluate_stsb_dev
+from .methods import get_method
+
+
+class Interrupted(Exception):
+    """Raised by the test hook `interrupt_at_step` to simulate a crash."""
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _save_torch_atomic(obj, path: Path) -> None:
+    tmp = path.with_suffix(".tmp")
+    torch.save(obj, tmp)
+    tmp.replace(path)
+
+
+def train(overrides: dict | None = None, data_dir=None, force: bool = False, results_root=None,
+          work_root=None, allow_stale: bool = False, interrupt_at_step: int | None = None) -> dict:
+    """Train one run (or serve it from the cache) and return its result record."""
+    cfg = resolve(overrides=overrides)
+    kind = cfg["method"]
+    cached = runs.lookup(kind, cfg, results_root, force=force, allow_stale=allow_stale)
+    if cached is not None:
+        return cached
+    started = time.time()
+    device = default_device() if cfg["device"] == "auto" else cfg["device"]
+    if device == "cuda" and not torch.cuda.is_available():
+        raise SreError("device cuda was asked for but no GPU is visible: use --set device=cpu (or auto)")
+    autocast(cfg["precision"], device)  # fails early on fp16 without a GPU
+    seed_everything(cfg["seed"])
+    encoder = Encoder(cfg["model_name"], pooler=cfg["eval_pooler"], device=device)
+    method = get_method(kind)(cfg, encoder).to(device)
+    examples = method.corpus(data_dir)
+    if cfg["max_train_examples"]:
+        examples = examples[: cfg["max_train_examples"]]
+    if len(examples) < cfg["batch_size"]:
+        raise SreError(f"training corpus {cfg['train_data']!r} has {len(examples)} examples, fewer than one batch "
+                       f"of {cfg['batch_size']}: check the data dir or lower batch_size")
+    per_epoch = len(examples) // cfg["batch_size"]  # the last incomplete batch is dropped
+    total = cfg["max_steps"] or per_epoch * cfg["epochs"]
+    generator = torch.Generator().manual_seed(cfg["seed"])
+    orders = [torch.randperm(len(examples), generator=generator) for _ in range(math.ceil(total / per_epoch))]
+
+    params = [p for p in method.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=cfg["lr"], eps=cfg["adam_eps"], weight_decay=cfg["weight_decay"])
+    warmup = int(cfg["warmup_ratio"] * total)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: s / max(1, warmup) if s < warmup else max(0.0, (total - s) / max(1, total - warmup)))
+
+    work = runs.work_dir(work_root) / kind / runs.config_hash(cfg)
+    work.mkdir(parents=True, exist_ok=True)
+    last_ckpt, best_ckpt = work / "last.pt", work / "best.pt"
+    state = {"step": 0, "curve": [], "best": -math.inf, "best_step": 0, "train_seconds": 0.0}
+    if last_ckpt.exists() and not force:
+        ckpt = torch.load(last_ckpt, weights_only=False)
+        method.load_state_dict(ckpt["method"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        schedule.load_state_dict(ckpt["schedule"])
+        torch.set_rng_state(ckpt["torch_rng"])
+        state = ckpt["state"]
+    dev_pairs = load_split("STSBenchmark", "dev", data_dir)
+    checkpoint_every = cfg["checkpoint_steps"] or cfg["eval_steps"]
+
+    def dev_evaluation(step, loss_terms):
+        encode = lambda s: encoder.encode(s, pooler=cfg["eval_pooler"], precision=cfg["precision"])
+        score, (e1, e2) = evaluate_stsb_dev(encode, pairs=dev_pairs)
+        point = {"step": step, "stsb_dev": score, **{k: float(v) for k, v in loss_terms.items()},
+                 **{k: v for k, v in geometry(e1, e2, dev_pairs).items() if not k.startswith("n_")}}
+        state["curve"].append(point)
+        if score > state["best"]:
+            state["best"], state["best_step"] = score, step
+            _save_torch_atomic(method.state_dict(), best_ckpt)
+        return score
+
+    method.train()
+    bar = tqdm(total=total, initial=state["step"], desc=f"{kind} seed {cfg['seed']}",
+               disable=not progress_enabled(), mininterval=5)
+    tick = time.time()
+    while state["step"] < total:
+        step = state["step"]
+        epoch, offset = divmod(step, per_epoch)
+        idx = orders[epoch][offset * cfg["batch_size"]:(offset + 1) * cfg["batch_size"]]
+        batch = method.collate([examples[i] for i in idx])
+        with autocast(cfg["precision"], device):
+            terms = method.loss(batch)
+        loss = terms["loss"]
+        if not torch.isfinite(loss):
+            raise SreError(f"non-finite loss ({float(loss)}) at step {step + 1} of run {work.name}: lower lr, "
+                           f"use precision=fp32, or check the data; checkpoints so far are kept in {work}")
+        loss.backward()
+        if cfg["grad_clip"]:
+            torch.nn.utils.clip_grad_norm_(params, cfg["grad_clip"])
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad(set_to_none=True)
+        state["step"] = step = step + 1
+        last_terms = {k: v.detach() for k, v in terms.items()}
+        if step % cfg["eval_steps"] == 0 or step == total:
+            score = dev_evaluation(step, last_terms)
+            bar.set_postfix(loss=f"{float(loss):.4f}", dev=f"{score:.2f}")
+            method.train()
+        bar.update(1)
+        if step % checkpoint_every == 0 or step == total:
+            state["train_seconds"] += time.time() - tick
+            tick = time.time()
+            _save_torch_atomic({"method": method.state_dict(), "optimizer": optimizer.state_dict(),
+                                "schedule": schedule.state_dict(), "torch_rng": torch.get_rng_state(),
+                                "state": state}, last_ckpt)
+        if interrupt_at_step is not None and step == interrupt_at_step:
+            raise Interrupted(f"interrupted at step {step}")
+    bar.close()
+
+    method.load_state_dict(torch.load(best_ckpt, weights_only=False))
+    final = evaluate_final(lambda s: encoder.encode(s, pooler=cfg["eval_pooler"], precision=cfg["precision"]),
+                           data_dir)
+    result = {"metrics": {**final, "stsb_dev_best": state["best"], "best_step": state["best_step"]},
+              "dev_curve": state["curve"], "steps": total, "n_train_examples": len(examples),
+              "train_seconds": state["train_seconds"], "wall_seconds": time.time() - started,
+              "seed": cfg["seed"], "device": device}
+    return runs.save(kind, cfg, result, results_root)
