@@ -9,6 +9,9 @@ from .errors import SreError
 
 
 def _print_scores(scores: dict, fmt: str) -> None:
+    from .data.sts import STS_TASKS
+
+    scores = {k: scores[k] for k in [*STS_TASKS, "avg"] if k in scores}
     if fmt == "json":
         print(json.dumps({k: round(v, 4) for k, v in scores.items()}))
     else:

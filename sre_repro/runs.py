@@ -22,7 +22,8 @@ from .encoder import REPO_ROOT
 PACKAGE = Path(__file__).resolve().parent
 # Source that can change a run's numbers (not prose, plots or the CLI).
 CODE_FILES = ["train.py", "encoder.py", "methods/common.py", "methods/__init__.py", "data/sts.py",
-              "data/corpora.py", "evaluate/sts.py", "evaluate/geometry.py", "evaluate/whitening.py"]
+              "data/corpora.py", "evaluate/sts.py", "evaluate/geometry.py", "evaluate/whitening.py",
+              "evaluate/model.py", "data/paths.py"]
 
 
 def results_dir(path=None) -> Path:
