@@ -65,7 +65,8 @@ def evaluate_model(data_dir=None, force: bool = False, results_root=None, allow_
     encode = raw = lambda s: encoder.encode(s, pooler=cfg["pooler"], precision=cfg["precision"])
     if cfg["whiten"]:
         corpus = unlabeled_sts(data_dir)
-        whitening = Whitening(cfg["whiten_dim"] or None).fit(raw(corpus))
-        encode = lambda s: whitening.transform(raw(s))
+        table = dict(zip(corpus, raw(corpus)))  # holds every evaluated sentence: one encoding pass in all
+        whitening = Whitening(cfg["whiten_dim"] or None).fit(np.stack(list(table.values())))
+        encode = lambda s: whitening.transform(np.stack([table[x] if x in table else raw([x])[0] for x in s]))
     result = {"metrics": evaluate_final(encode, data_dir, cfg["tasks"]), "wall_seconds": time.time() - started}
     return runs.save("eval", cfg, result, results_root)

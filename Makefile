@@ -1,0 +1,50 @@
+# The two README commands: `make book` and `make test`. Everything else is what they need.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+SCALE ?= cpu
+NOTEBOOKS := 00_baselines 01_simcse 99_performance
+export HF_HUB_OFFLINE ?= 1
+export SRE_REPRO_PROGRESS ?= 0
+
+.PHONY: venv data book notebooks html test browser bench clean
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@
+
+venv: $(VENV)/.installed
+
+# ./data -> ../shared/data when that exists and nothing else is at ./data
+data:
+	@if [ ! -e data ] && [ -d ../shared/data ]; then ln -s ../shared/data data; echo "linked data -> ../shared/data"; fi
+	@if [ ! -e data ] && [ -z "$$SRE_REPRO_DATA" ]; then echo "no data dir: set SRE_REPRO_DATA or run '$(PY) -m sre_repro download --data-dir data'"; exit 1; fi
+
+notebooks: venv data
+	mkdir -p book/executed
+	for nb in $(NOTEBOOKS); do \
+	  $(VENV)/bin/papermill --cwd . -k python3 --no-progress-bar notebooks/$$nb.ipynb book/executed/$$nb.ipynb \
+	    $$( [ $$nb = 99_performance ] || echo "-p scale $(SCALE)" ) || exit 1; \
+	done
+
+html: venv
+	$(VENV)/bin/jupyter-book build . --quiet
+
+book: notebooks html
+	@echo "book: $(CURDIR)/_build/html/index.html"
+
+browser:
+	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+
+test: venv data browser
+	$(PY) -m pytest -q
+
+bench: venv data
+	$(PY) -m sre_repro bench --out results/benchmark.json
+
+clean:
+	rm -rf _build book/executed work

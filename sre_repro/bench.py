@@ -1,0 +1,107 @@
+"""Throughput benchmarks of the build machine: GEMM, SimCSE training steps, encoding, full STS evaluation.
+
+Medians of repeated runs (these machines are noisy). Writes one JSON that the book's appendix reads.
+"""
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from .config import resolve
+from .data.corpora import unlabeled_sts, wiki1m
+from .encoder import Encoder, autocast
+from .evaluate.sts import evaluate_sts
+from .methods import get_method
+from .runs import write_json_atomic
+
+
+def _median_time(fn, repeats: int, warmup: int = 1) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def gemm(n: int = 2048, repeats: int = 5) -> list[dict]:
+    out = []
+    for dtype in (torch.float32, torch.bfloat16):
+        a = torch.randn(n, n).to(dtype)
+        reps = repeats if dtype == torch.float32 else 1  # bf16 can be ~500x slower on CPUs without bf16 units
+        t = _median_time(lambda: a @ a, reps)
+        out.append({"dtype": str(dtype).replace("torch.", ""), "n": n, "seconds": t, "GFLOP/s": 2 * n ** 3 / t / 1e9})
+    return out
+
+
+def simcse_steps(model: str, precision: str, sentences: list[str], steps: int) -> dict:
+    cfg = resolve(overrides={"model_name": model, "precision": precision, "batch_size": 64, "max_len": 32})
+    encoder = Encoder(model, "cls", device="cpu")
+    method = get_method("simcse")(cfg, encoder)
+    optimizer = torch.optim.AdamW(method.parameters(), lr=3e-5)
+    batches = iter(range(10_000))
+
+    def step():
+        i = next(batches) % (len(sentences) // 64)
+        batch = method.collate(sentences[i * 64:(i + 1) * 64])
+        with autocast(precision, "cpu"):
+            loss = method.loss(batch)["loss"]
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+    t = _median_time(step, steps)
+    return {"model": model, "precision": precision, "batch": 64, "max_len": 32, "step_s": t,
+            "sentences_per_s": 64 / t, "steps_timed": steps}
+
+
+def encoding(model: str, sentences: list[str], precision: str) -> list[dict]:
+    encoder = Encoder(model, "avg", device="cpu")
+    sorted_t = _median_time(lambda: encoder.encode(sentences, pooler="avg", precision=precision), 2, 0)
+
+    @torch.no_grad()
+    def naive():  # the plain loop: input order, no de-duplication
+        with autocast(precision, "cpu"):
+            for i in range(0, len(sentences), 128):
+                encoder.embed(encoder.tokenize(sentences[i:i + 128]), "avg")
+
+    naive_t = _median_time(naive, 2, 0)
+    return [{"model": model, "precision": precision, "loop": name, "sentences": len(sentences),
+             "seconds": t, "sentences_per_s": len(sentences) / t}
+            for name, t in (("dedup + length-sorted (Encoder.encode)", sorted_t), ("input order", naive_t))]
+
+
+def main(out: str = "results/benchmark.json", quick: bool = False, data_dir=None) -> dict:
+    torch.manual_seed(0)
+    train_sents = wiki1m(data_dir)
+    sts_sents = unlabeled_sts(data_dir)
+    report = {"machine": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, "
+                         f"torch {torch.__version__}, cpu capability {torch.backends.cpu.get_cpu_capability()}",
+              "gemm": gemm(repeats=2 if quick else 5), "training": [], "encoding": [], "sts_eval": []}
+    for model in ("tiny-random", "minilm"):
+        for precision in ("fp32", "bf16"):
+            steps = 2 if (quick or precision == "bf16") else 5
+            report["training"].append(simcse_steps(model, precision, train_sents, steps))
+            print(report["training"][-1], flush=True)
+    sample = sts_sents[: 500 if quick else 2000]
+    report["encoding"] += encoding("minilm", sample, "fp32")
+    report["encoding"] += encoding("minilm", sample[:300], "bf16")
+    encoder = Encoder("minilm", "avg", device="cpu")
+    times = [_median_time(lambda: evaluate_sts(lambda s: encoder.encode(s, pooler="avg"), "sts", data_dir), 1, 0)
+             for _ in range(1 if quick else 2)]
+    report["sts_eval"].append({"model": "minilm", "precision": "fp32", "tasks": 7, "seconds": statistics.median(times),
+                               "repeats": len(times)})
+    by = {(r["model"], r["precision"]): r["step_s"] for r in report["training"]}
+    report["targets"] = {"sts_eval_minilm_s": report["sts_eval"][0]["seconds"],
+                         "simcse_step_minilm_fp32_s": by[("minilm", "fp32")],
+                         "simcse_step_minilm_bf16_s": by[("minilm", "bf16")]}
+    write_json_atomic(Path(out), report)
+    print(json.dumps(report["targets"]))
+    return report

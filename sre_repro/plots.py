@@ -1,0 +1,55 @@
+"""The figures the book draws (matplotlib/seaborn); each takes run results and returns the figure."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import seaborn as sns
+
+
+def dev_curves(groups: dict[str, list[dict]], metric: str = "stsb_dev", ylabel: str = "STS-B dev Spearman x 100"):
+    """One line per run: `metric` of the dev curve against the training step, coloured by group."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    palette = sns.color_palette("colorblind", len(groups))
+    for color, (name, results) in zip(palette, groups.items()):
+        for i, r in enumerate(results):
+            curve = r["dev_curve"]
+            ax.plot([p["step"] for p in curve], [p[metric] for p in curve], color=color, alpha=0.8,
+                    marker="o", markersize=3, label=name if i == 0 else None)
+    ax.set_xlabel("training step")
+    ax.set_ylabel(ylabel)
+    ax.legend(frameon=False)
+    sns.despine(fig)
+    fig.tight_layout()
+    return fig
+
+
+def alignment_uniformity(groups: dict[str, list[dict]], baselines: dict[str, dict] | None = None):
+    """Wang & Isola's plane (SimCSE Fig. 2): each run's path through (uniformity, alignment) during training,
+    lower-left is better; the arrow's head is the last evaluation. `baselines`: name -> geometry dict."""
+    fig, ax = plt.subplots(figsize=(5.2, 4.2))
+    palette = sns.color_palette("colorblind", len(groups) + len(baselines or {}))
+    for color, (name, results) in zip(palette, groups.items()):
+        for i, r in enumerate(results):
+            curve = r["dev_curve"]
+            xs, ys = [p["uniformity"] for p in curve], [p["alignment"] for p in curve]
+            ax.plot(xs, ys, color=color, alpha=0.7, label=name if i == 0 else None)
+            ax.scatter(xs[-1:], ys[-1:], color=color, marker=">", s=30)
+    for color, (name, geo) in zip(palette[len(groups):], (baselines or {}).items()):
+        ax.scatter([geo["uniformity"]], [geo["alignment"]], color=color, marker="s", s=40, label=name)
+    ax.set_xlabel(r"$\ell_{uniform}$ (lower is better)")
+    ax.set_ylabel(r"$\ell_{align}$ (lower is better)")
+    ax.legend(frameon=False, fontsize=8)
+    sns.despine(fig)
+    fig.tight_layout()
+    return fig
+
+
+def bars(frame, column: str, title: str = ""):
+    """Horizontal bars of one column of a table (e.g. average STS per row)."""
+    fig, ax = plt.subplots(figsize=(6.4, 0.45 * len(frame) + 1))
+    sns.barplot(x=frame[column].astype(float), y=frame.index, ax=ax, color=sns.color_palette("colorblind")[0])
+    ax.set_xlabel(column)
+    ax.set_ylabel("")
+    ax.set_title(title)
+    sns.despine(fig)
+    fig.tight_layout()
+    return fig

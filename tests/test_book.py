@@ -1,0 +1,87 @@
+"""Every notebook runs at smoke scale, the book builds from the executed copies, and headless Chromium
+renders each chapter's tables and figures."""
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from sre_repro.encoder import REPO_ROOT
+
+NOTEBOOKS = sorted(p.stem for p in (REPO_ROOT / "notebooks").glob("*.ipynb"))
+# chapter -> (tables, figures) it must render at least
+EXPECTED = {"00_baselines": (4, 1), "01_simcse": (3, 2), "99_performance": (4, 0)}
+
+
+def test_notebooks_are_thin_sources():
+    for name in NOTEBOOKS:
+        nb = nbformat.read(REPO_ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert "parameters" in code[0].metadata.get("tags", []), name
+        assert all(not c.get("outputs") and c.get("execution_count") is None for c in code), f"{name} has outputs"
+        assert not any(re.search(r"^\s*(def|class)\s|lambda\b", c.source, re.M) for c in code), f"{name} defines functions"
+    assert set(NOTEBOOKS) == set(EXPECTED)
+
+
+@pytest.fixture(scope="module")
+def built_book(tmp_path_factory):
+    root = tmp_path_factory.mktemp("book")
+    for rel in ("_config.yml", "_toc.yml", "book/intro.md"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO_ROOT / rel, root / rel)
+    (root / "book/executed").mkdir()
+    bin_dir = Path(sys.executable).parent
+    for name in NOTEBOOKS:
+        params = [] if name == "99_performance" else ["-p", "scale", "smoke"]
+        subprocess.run([bin_dir / "papermill", "--cwd", REPO_ROOT, "-k", "python3", "--no-progress-bar",
+                        REPO_ROOT / "notebooks" / f"{name}.ipynb", root / "book/executed" / f"{name}.ipynb", *params],
+                       check=True, capture_output=True, timeout=900)
+    subprocess.run([bin_dir / "jupyter-book", "build", root, "--quiet"], check=True, capture_output=True, timeout=900)
+    return root
+
+
+def test_executed_notebooks_have_results_and_no_errors(built_book):
+    for name in NOTEBOOKS:
+        nb = nbformat.read(built_book / "book/executed" / f"{name}.ipynb", as_version=4)
+        outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+        assert not [o for o in outputs if o.output_type == "error"], name
+        html_tables = sum("<table" in o.get("data", {}).get("text/html", "") for o in outputs)
+        images = sum("image/png" in o.get("data", {}) for o in outputs)
+        tables, figures = EXPECTED[name]
+        assert html_tables >= tables and images >= figures, (name, html_tables, images)
+        if name != "99_performance":
+            assert any("Scale: smoke" in o.get("text", "") for o in outputs), f"{name} prints no scale line"
+
+
+def _chromium(*args):
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.fail("chromium is not installed: `make test` installs Debian's chromium (make browser)")
+    with tempfile.TemporaryDirectory() as profile:
+        return subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                               "--disable-component-update", "--disable-sync", "--no-first-run",
+                               f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_browser_renders_tables_and_figures(built_book, name):
+    page = built_book / "_build/html/book/executed" / f"{name}.html"
+    dom = _chromium("--virtual-time-budget=3000", "--dump-dom", page.as_uri()).stdout
+    tables, figures = EXPECTED[name]
+    assert len(re.findall(r"<table", dom)) >= tables, name
+    assert len(re.findall(r"<img[^>]+src=\"[^\"]+\.png\"", dom)) >= figures, name
+    assert "Traceback" not in dom and "{glue" not in dom
+
+
+def test_browser_screenshot_of_the_front_page(built_book, tmp_path):
+    shot = tmp_path / "index.png"
+    _chromium(f"--screenshot={shot}", "--window-size=1280,1400", (built_book / "_build/html/book/intro.html").as_uri())
+    assert shot.stat().st_size > 20_000
+    dom = _chromium("--dump-dom", (built_book / "_build/html/book/intro.html").as_uri()).stdout
+    for chapter in ("Baselines", "SimCSE", "Appendix: performance"):
+        assert chapter in dom

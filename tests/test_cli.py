@@ -1,0 +1,61 @@
+"""The command line: JSON output, and one-line errors with exit status 2 for bad input."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from sre_repro.encoder import REPO_ROOT
+
+
+def cli(*args, env=None):
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "sre_repro", *args], capture_output=True, text=True,
+                          cwd=REPO_ROOT, env=full_env, timeout=600)
+
+
+def test_eval_glove_json_has_the_seven_scores():
+    out = cli("eval", "--model", "glove", "--tasks", "sts", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    scores = json.loads(out.stdout.strip().splitlines()[-1])
+    assert list(scores) == ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness", "avg"]
+    assert scores["avg"] == pytest.approx(44.90, abs=0.01)
+
+
+def test_eval_minilm_from_the_committed_cache():
+    """The acceptance command; served from results/ (computing it takes ~80 s on 2 cores)."""
+    out = cli("eval", "--model", "minilm", "--pooler", "avg", "--tasks", "sts", "--format", "json",
+              env={"SRE_REPRO_RESULTS": str(REPO_ROOT / "results")})
+    assert out.returncode == 0, out.stderr
+    scores = json.loads(out.stdout.strip().splitlines()[-1])
+    assert len(scores) == 8 and 70 < scores["avg"] < 90
+
+
+def test_data_check_passes_on_the_shared_data():
+    out = cli("data", "check")
+    assert out.returncode == 0 and "0 missing, 0 corrupt" in out.stdout
+
+
+def test_data_check_fails_on_an_empty_dir(tmp_path):
+    out = cli("data", "check", "--data-dir", str(tmp_path))
+    assert out.returncode == 1 and "missing  senteval/downstream/STS/STS12-en-test" in out.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (["train", "--method", "nope"], "unknown method 'nope'"),
+    (["train", "--set", "scale=smoke", "--set", "bogus=1"], "unknown parameter 'bogus'"),
+    (["train", "--set", "scale=smoke", "--set", "lr=fast"], "parameter lr expects float"),
+    (["train", "--set", "scale=smoke", "--set", "batch_size=1"], "batch_size 1 is too small"),
+    (["train", "--set", "scale=smoke", "--set", "max_len=1"], "max_len must be at least 2"),
+    (["eval", "--model", "glove", "--tasks", "STS99"], "unknown task 'STS99'"),
+    (["eval", "--model", "minilm", "--pooler", "max"], "unknown pooler 'max'"),
+    (["eval", "--model", "./no/such/dir"], "model path no/such/dir does not exist"),
+    (["eval", "--model", "glove", "--data-dir", "/no/such/data"], "data dir /no/such/data (--data-dir) does not exist"),
+    (["download", "--data-dir", "/tmp/x"], "downloads are off"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, message):
+    out = cli(*args)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sre-repro: error:") and message in lines[0], out.stderr

@@ -1,0 +1,134 @@
+"""The training loop and the run store: determinism, resume, cache validity, and the failures of §7."""
+import json
+import os
+
+import pytest
+import torch
+
+from sre_repro import runs
+from sre_repro.errors import SreError
+from sre_repro.train import Interrupted, train
+
+SMOKE = {"method": "simcse", "scale": "smoke"}
+
+
+def _numbers(result):
+    return result["metrics"]["sts"], [p["stsb_dev"] for p in result["dev_curve"]], [p["loss"] for p in result["dev_curve"]]
+
+
+def test_smoke_run_records_everything(smoke_run):
+    r = smoke_run
+    assert r["steps"] == 6 and [p["step"] for p in r["dev_curve"]] == [3, 6]
+    assert r["metrics"]["stsb_dev_best"] == max(p["stsb_dev"] for p in r["dev_curve"])
+    assert set(r["metrics"]["sts"]) == {"STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness", "avg"}
+    for key in ("config", "seed", "code_hash", "config_hash", "versions", "hardware", "wall_seconds", "git_commit"):
+        assert key in r
+    assert {"alignment", "uniformity", "anisotropy"} <= set(r["dev_curve"][0])
+
+
+def test_same_config_and_seed_give_identical_numbers(smoke_run, tmp_path):
+    again = train(SMOKE, results_root=tmp_path / "r", work_root=tmp_path / "w")
+    assert _numbers(again) == _numbers(smoke_run)
+    other_seed = train({**SMOKE, "seed": 1}, results_root=tmp_path / "r", work_root=tmp_path / "w")
+    assert _numbers(other_seed) != _numbers(smoke_run)
+
+
+def test_interrupted_run_resumes_to_identical_numbers(smoke_run, tmp_path):
+    kwargs = dict(results_root=tmp_path / "r", work_root=tmp_path / "w")
+    with pytest.raises(Interrupted):
+        train({**SMOKE, "checkpoint_steps": 2}, interrupt_at_step=4, **kwargs)
+    resumed = train({**SMOKE, "checkpoint_steps": 2}, **kwargs)  # restarts from the step-4 checkpoint
+    assert _numbers(resumed) == _numbers(smoke_run)
+
+
+def test_cache_hit_and_force(tmp_path, monkeypatch):
+    kwargs = dict(results_root=tmp_path / "r", work_root=tmp_path / "w")
+    first = train(SMOKE, **kwargs)
+    monkeypatch.setattr("sre_repro.train.Encoder", None)  # any recomputation would now fail
+    assert train(SMOKE, **kwargs)["metrics"] == first["metrics"]
+    with pytest.raises(TypeError):
+        train(SMOKE, force=True, **kwargs)
+
+
+def test_corrupt_result_file_is_recomputed(tmp_path):
+    kwargs = dict(results_root=tmp_path / "r", work_root=tmp_path / "w")
+    first = train(SMOKE, **kwargs)
+    path = runs.run_path("simcse", first["config"], tmp_path / "r")
+    path.write_text(path.read_text()[:100])
+    assert runs.read("simcse", first["config"], tmp_path / "r") is None
+    assert train(SMOKE, **kwargs)["metrics"]["sts"] == first["metrics"]["sts"]
+    json.loads(path.read_text())
+
+
+def test_interrupted_write_keeps_the_old_file(tmp_path, monkeypatch):
+    path = tmp_path / "x.json"
+    runs.write_json_atomic(path, {"a": 1})
+
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runs.json, "dump", crash)
+    with pytest.raises(KeyboardInterrupt):
+        runs.write_json_atomic(path, {"a": 2})
+    assert json.loads(path.read_text()) == {"a": 1}
+    assert os.listdir(tmp_path) == ["x.json"]
+
+
+def test_stale_result_is_flagged_and_not_served_by_default(tmp_path, monkeypatch):
+    kwargs = dict(results_root=tmp_path / "r", work_root=tmp_path / "w")
+    first = train(SMOKE, **kwargs)
+    monkeypatch.setattr(runs, "code_hash", lambda kind: "changed")
+    assert runs.read("simcse", first["config"], tmp_path / "r")["stale"] is True
+    assert runs.lookup("simcse", first["config"], tmp_path / "r") is None
+    assert runs.lookup("simcse", first["config"], tmp_path / "r", allow_stale=True)["metrics"] == first["metrics"]
+
+
+def test_non_finite_loss_stops_with_a_clear_message(tmp_path, monkeypatch):
+    from sre_repro.methods import simcse
+    monkeypatch.setattr(simcse.SimCSE, "loss", lambda self, batch: {"loss": torch.tensor(float("nan"), requires_grad=True)})
+    with pytest.raises(SreError, match=r"non-finite loss \(nan\) at step 1 .*lower lr"):
+        train(SMOKE, results_root=tmp_path / "r", work_root=tmp_path / "w")
+    assert not (tmp_path / "r").exists()
+
+
+def test_empty_training_corpus(tmp_path, monkeypatch):
+    from sre_repro.methods import simcse
+    monkeypatch.setattr(simcse.SimCSE, "corpus", lambda self, data_dir=None: [])
+    with pytest.raises(SreError, match="training corpus 'wiki1m' has 0 examples"):
+        train(SMOKE, results_root=tmp_path / "r", work_root=tmp_path / "w")
+
+
+def test_fp16_needs_a_gpu(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(SreError, match="fp16 needs a GPU"):
+        train({**SMOKE, "precision": "fp16"}, results_root=tmp_path / "r", work_root=tmp_path / "w")
+
+
+def test_model_errors():
+    from sre_repro.encoder import load_encoder
+    with pytest.raises(SreError, match="model path /no/such/model does not exist"):
+        load_encoder("/no/such/model")
+    with pytest.raises(SreError, match="not in the local HF cache and downloads are off"):
+        load_encoder("bert-base-uncased")
+    with pytest.raises(SreError, match="unknown pooler 'first'"):
+        load_encoder("tiny-random", "first")
+
+
+def test_download_refuses_when_offline(tmp_path, monkeypatch):
+    from sre_repro.data.download import download
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(SreError, match="downloads are off"):
+        download(tmp_path)
+    assert not any(tmp_path.iterdir())
+
+
+def test_committed_smoke_run_reproduces_its_stored_numbers(tmp_path):
+    """The guard that makes a refactor safe: the committed smoke record must come out again, exactly."""
+    from sre_repro.config import resolve
+    cfg = resolve(overrides=SMOKE)
+    stored = runs.read("simcse", cfg, runs.REPO_ROOT / "results")
+    assert stored is not None, "results/ lacks the smoke record: run `sre-repro train --set scale=smoke` into results/"
+    assert not stored["stale"], "library code changed since results/ was computed: refresh the results"
+    fresh = train(SMOKE, results_root=tmp_path / "r", work_root=tmp_path / "w")
+    assert _numbers(fresh) == _numbers(stored)
