@@ -20,10 +20,11 @@ from pathlib import Path
 from .encoder import REPO_ROOT
 
 PACKAGE = Path(__file__).resolve().parent
-# Source that can change a run's numbers (not prose, plots or the CLI).
-CODE_FILES = ["train.py", "encoder.py", "methods/common.py", "methods/__init__.py", "data/sts.py",
-              "data/corpora.py", "evaluate/sts.py", "evaluate/geometry.py", "evaluate/whitening.py",
-              "evaluate/model.py", "data/paths.py"]
+# Source that can change a run's numbers (not prose, plots or the CLI). Evaluation-only runs ("eval") use
+# neither the trainer nor the methods, so their results survive changes there.
+EVAL_CODE = ["encoder.py", "data/paths.py", "data/sts.py", "data/corpora.py", "evaluate/sts.py",
+             "evaluate/geometry.py", "evaluate/whitening.py", "evaluate/model.py"]
+TRAIN_CODE = EVAL_CODE + ["train.py", "methods/__init__.py", "methods/common.py"]
 
 
 def results_dir(path=None) -> Path:
@@ -41,9 +42,7 @@ def config_hash(cfg: dict) -> str:
 
 def code_hash(kind: str) -> str:
     """Hash of the files that can change the numbers of runs of `kind` (a method name or 'eval')."""
-    files = list(CODE_FILES)
-    if kind != "eval":
-        files.append(f"methods/{kind}.py")
+    files = EVAL_CODE if kind == "eval" else [*TRAIN_CODE, f"methods/{kind}.py"]
     h = hashlib.sha256()
     for rel in files:
         h.update(rel.encode() + b"\0" + (PACKAGE / rel).read_bytes())

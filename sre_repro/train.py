@@ -126,7 +126,7 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
         last_terms = {k: v.detach() for k, v in terms.items()}
         if step % cfg["eval_steps"] == 0 or step == total:
             score = dev_evaluation(step, last_terms)
-            bar.set_postfix(loss=f"{float(loss):.4f}", dev=f"{score:.2f}")
+            bar.set_postfix(loss=f"{loss.item():.4f}", dev=f"{score:.2f}")
             method.train()
         bar.update(1)
         if step % checkpoint_every == 0 or step == total:

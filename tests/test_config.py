@@ -11,16 +11,16 @@ def test_presets_and_override_order(tmp_path):
         ("bert-base-uncased", 3e-5, 64, 0.05, 125)
     yaml_file = tmp_path / "c.yaml"
     yaml_file.write_text("scale: smoke\nlr: 0.001\nseed: 7\n")
-    cfg = resolve(overrides={**load_yaml(yaml_file), **parse_sets(["seed=9", "mlp_only_train=false"])})
-    assert (cfg["scale"], cfg["lr"], cfg["seed"], cfg["mlp_only_train"], cfg["model_name"]) == \
-        ("smoke", 0.001, 9, False, "tiny-random")
+    cfg = resolve(overrides={**load_yaml(yaml_file), **parse_sets(["seed=9", "temperature=0.1"])})
+    assert (cfg["scale"], cfg["lr"], cfg["seed"], cfg["temperature"], cfg["model_name"]) == \
+        ("smoke", 0.001, 9, 0.1, "tiny-random")
 
 
 @pytest.mark.parametrize("overrides,message", [
     ({"learning_rate": "1"}, "unknown parameter 'learning_rate' for method simcse"),
     ({"batch_size": "sixty"}, "parameter batch_size expects int, got 'sixty'"),
     ({"lr": [1]}, "parameter lr expects float"),
-    ({"mlp_only_train": "maybe"}, "parameter mlp_only_train expects bool"),
+    ({"temperature": "warm"}, "parameter temperature expects float"),
     ({"method": "simcsee"}, "unknown method 'simcsee': choose from"),
     ({"eval_pooler": "mean"}, "unknown eval_pooler 'mean': choose from cls, cls_mlp"),
     ({"scale": "huge"}, "unknown scale 'huge'"),
@@ -33,6 +33,13 @@ def test_presets_and_override_order(tmp_path):
 def test_bad_parameters(overrides, message):
     with pytest.raises(SreError, match=message.replace("(", r"\(").replace("[", r"\[")):
         resolve(overrides=overrides)
+
+
+def test_bool_coercion():
+    from sre_repro.config import _coerce
+    assert [_coerce("k", v, bool) for v in ("true", "False", "1", "no")] == [True, False, True, False]
+    with pytest.raises(SreError, match="parameter k expects bool, got 'maybe'"):
+        _coerce("k", "maybe", bool)
 
 
 def test_bad_set_syntax_and_missing_yaml(tmp_path):

@@ -47,6 +47,19 @@ class Method(nn.Module):
         raise NotImplementedError
 
 
+def attach_mlp(method: Method) -> None:
+    """SimCSE's freshly initialised MLP on [CLS], owned by the encoder so that pooler `cls_mlp` can use it."""
+    from ..encoder import MLP
+
+    method.encoder.mlp = method.mlp = MLP(method.encoder.hidden_size)
+
+
+def require_positive(cfg: dict, *keys: str) -> None:
+    for key in keys:
+        if cfg[key] <= 0:
+            raise SreError(f"{key} must be positive, got {cfg[key]}")
+
+
 def training_sentences(cfg: dict, data_dir=None) -> list[str]:
     source = cfg["train_data"]
     if source == "wiki1m":

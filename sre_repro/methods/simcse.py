@@ -3,20 +3,19 @@ only noise, in-batch negatives, InfoNCE with tau = 0.05.
 
 As in princeton-nlp/SimCSE (run_unsup_example.sh, models.py): both views in ONE forward of 2*bs rows;
 [CLS] through a freshly initialised Linear+Tanh MLP in training only (`mlp_only_train`), raw [CLS] at test;
-one-directional loss over the bs x bs cosine matrix. Related: simcse_sup (NLI triplets).
+one-directional loss over the bs x bs cosine matrix. SimCSE's `--mlp_only_train` is our default
+`eval_pooler=cls`; `eval_pooler=cls_mlp` keeps the trained MLP at test. Related: simcse_sup (NLI triplets).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..encoder import MLP
-from .common import Method, info_nce
+from .common import Method, attach_mlp, info_nce, require_positive
 
 
 @dataclass
 class Params:
     temperature: float = 0.05       # tau
-    mlp_only_train: bool = True     # MLP on [CLS] in training only (unsup recipe); False: keep it at test too
 
 
 class SimCSE(Method):
@@ -25,14 +24,11 @@ class SimCSE(Method):
 
     def __init__(self, cfg, encoder):
         super().__init__(cfg, encoder)
-        encoder.mlp = MLP(encoder.hidden_size)
-        self.mlp = encoder.mlp
+        attach_mlp(self)
 
     @classmethod
     def validate(cls, cfg):
-        from ..errors import SreError
-        if cfg["temperature"] <= 0:
-            raise SreError(f"temperature must be positive, got {cfg['temperature']}")
+        require_positive(cfg, "temperature")
 
     def collate(self, sentences):
         return self.encoder.tokenize(list(sentences) * 2, self.cfg["max_len"])

@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..data import corpora
-from ..encoder import MLP
 from ..errors import SreError
-from .common import Method, info_nce
+from .common import Method, attach_mlp, info_nce, require_positive
 
 
 @dataclass
@@ -30,15 +29,13 @@ class SupervisedSimCSE(Method):
 
     def __init__(self, cfg, encoder):
         super().__init__(cfg, encoder)
-        encoder.mlp = MLP(encoder.hidden_size)
-        self.mlp = encoder.mlp
+        attach_mlp(self)
 
     @classmethod
     def validate(cls, cfg):
         if cfg["train_data"] != "snli":
             raise SreError(f"simcse_sup trains on NLI triplets: set train_data=snli, not {cfg['train_data']!r}")
-        if cfg["temperature"] <= 0:
-            raise SreError(f"temperature must be positive, got {cfg['temperature']}")
+        require_positive(cfg, "temperature")
 
     def corpus(self, data_dir=None):
         return corpora.snli_triplets(data_dir)
