@@ -60,10 +60,10 @@ def test_simcse_batch_is_two_copies_in_one_forward_and_loss_matches():
     method.eval()  # dropout off: both views are identical, so the loss is the hand InfoNCE of z with itself
     z = method.encoder.embed(batch, pooler="cls_mlp")
     assert float(method.loss(batch)["loss"]) == pytest.approx(_hand_info_nce(z[:3], z[3:], 0.05), rel=1e-4)
-    assert torch.allclose(z[:3], z[3:])
+    assert torch.allclose(z[:3], z[3:], atol=1e-5)  # same rows of one GEMM: equal up to blocking round-off
     method.train()  # dropout on: the views differ
     z = method.encoder.embed(batch, pooler="cls_mlp")
-    assert not torch.allclose(z[:3], z[3:])
+    assert not torch.allclose(z[:3], z[3:], atol=1e-3)
 
 
 def test_simcse_mlp_is_used_in_training_not_at_test():
