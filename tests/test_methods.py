@@ -59,7 +59,7 @@ def test_simcse_batch_is_two_copies_in_one_forward_and_loss_matches():
     assert ids.shape[0] == 6 and torch.equal(ids[:3], ids[3:])
     method.eval()  # dropout off: both views are identical, so the loss is the hand InfoNCE of z with itself
     z = method.encoder.embed(batch, pooler="cls_mlp")
-    assert float(method.loss(batch)["loss"]) == pytest.approx(_hand_info_nce(z[:3], z[3:], 0.05), rel=1e-4)
+    assert method.loss(batch)["loss"].item() == pytest.approx(_hand_info_nce(z[:3], z[3:], 0.05), rel=1e-4)
     assert torch.allclose(z[:3], z[3:], atol=1e-5)  # same rows of one GEMM: equal up to blocking round-off
     method.train()  # dropout on: the views differ
     z = method.encoder.embed(batch, pooler="cls_mlp")
@@ -83,4 +83,4 @@ def test_supervised_simcse_uses_triplets():
     method.eval()
     z = method.encoder.embed(batch, pooler="cls_mlp")
     expected = _hand_info_nce(z[:2], z[2:4], 0.05, z[4:])
-    assert float(method.loss(batch)["loss"]) == pytest.approx(expected, rel=1e-4)
+    assert method.loss(batch)["loss"].item() == pytest.approx(expected, rel=1e-4)
