@@ -1,8 +1,11 @@
 """sre_repro: faithful re-implementations of five unsupervised sentence-embedding papers on SimCSE."""
 import os
+import warnings
 
 # Offline by default: nothing downloads unless the user sets HF_HUB_OFFLINE=0 themselves.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# tqdm.auto in a kernel without ipywidgets falls back to text bars; its warning about that is noise in the book.
+warnings.filterwarnings("ignore", message="IProgress not found")
 
 __version__ = "0.1.0"

@@ -85,6 +85,6 @@ def scale_banner(scale: str, cfg: dict | None = None, seeds=None, extra: str = "
 def stale_warning(results: list[dict]) -> str:
     stale = [r["config_hash"] for r in results if r.get("stale")]
     if not stale:
-        return ""
+        return f"All {len(results)} results shown were computed by the current library code."
     return (f"WARNING: {len(stale)} result(s) were computed by library code that has changed since "
             f"({', '.join(stale)}); rerun with force=True to refresh them.")

@@ -1,6 +1,6 @@
 """Every notebook runs at smoke scale, the book builds from the executed copies, and headless Chromium
 renders each chapter's tables and figures."""
-import json
+import os
 import re
 import shutil
 import subprocess
@@ -31,6 +31,8 @@ def test_notebooks_are_thin_sources():
 @pytest.fixture(scope="module")
 def built_book(tmp_path_factory):
     root = tmp_path_factory.mktemp("book")
+    # module-scoped: created before the per-test store fixture, so give the notebooks their own store
+    env = {**os.environ, "SRE_REPRO_RESULTS": str(root / "results"), "SRE_REPRO_WORK": str(root / "work")}
     for rel in ("_config.yml", "_toc.yml", "book/intro.md"):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO_ROOT / rel, root / rel)
@@ -40,7 +42,7 @@ def built_book(tmp_path_factory):
         params = [] if name == "99_performance" else ["-p", "scale", "smoke"]
         subprocess.run([bin_dir / "papermill", "--cwd", REPO_ROOT, "-k", "python3", "--no-progress-bar",
                         REPO_ROOT / "notebooks" / f"{name}.ipynb", root / "book/executed" / f"{name}.ipynb", *params],
-                       check=True, capture_output=True, timeout=900)
+                       check=True, capture_output=True, timeout=900, env=env)
     subprocess.run([bin_dir / "jupyter-book", "build", root, "--quiet"], check=True, capture_output=True, timeout=900)
     return root
 
