@@ -1,19 +1,15 @@
 """Compute every run the cpu edition of the book reads (cached: reruns are free). Used once by the
-developers to fill results/; `make book` gets the same runs from the cache through the notebooks."""
+developers to fill results/; `make book` gets the same runs from the cache through the notebooks, which
+call the same `sre_repro.book` functions with the same arguments."""
 import sys
 
-from sre_repro.evaluate.model import evaluate_model
-from sre_repro.train import train
+from sre_repro import book
 
-SEEDS = [42, 43, 44]
 which = sys.argv[1:] or ["baselines", "simcse", "simcse_sup"]
 if "baselines" in which:
-    for pooler in ["cls", "avg", "avg_first_last", "avg_first_last_emb", "avg_top2"]:
-        print("minilm", pooler, evaluate_model(model_name="minilm", pooler=pooler)["metrics"]["sts"]["avg"], flush=True)
-    print("minilm whitening", evaluate_model(model_name="minilm", pooler="avg_first_last", whiten=True)["metrics"]["sts"]["avg"], flush=True)
-    print("glove", evaluate_model(model_name="glove")["metrics"]["sts"]["avg"], flush=True)
+    for name, result in book.baselines(book.plms("cpu"), allow_stale=False).items():
+        print(name, result["metrics"]["sts"]["avg"], flush=True)
 for method in ("simcse", "simcse_sup"):
     if method in which:
-        for seed in SEEDS:
-            r = train({"method": method, "scale": "cpu", "seed": seed})
-            print(method, seed, r["metrics"]["sts"]["avg"], r["wall_seconds"], flush=True)
+        for r in book.train_seeds(method, "cpu", book.seeds("cpu"), allow_stale=False):
+            print(method, r["seed"], r["metrics"]["sts"]["avg"], r["wall_seconds"], flush=True)
