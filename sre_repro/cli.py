@@ -58,6 +58,22 @@ def cmd_train(args) -> int:
     return 0
 
 
+def cmd_pretrain(args) -> int:
+    from .config import load_yaml, parse_sets
+    from .methods.mlm import write_model_card
+    from .train import train
+
+    overrides = {**load_yaml(args.config), **parse_sets(args.set), "method": "mlm"}
+    result = train(overrides, data_dir=args.data_dir, force=args.force)
+    command = " ".join(["python -m sre_repro pretrain", *(["--config", args.config] if args.config else []),
+                        *(f"--set {pair}" for pair in args.set or [])])
+    out = write_model_card(result, command)
+    held = result["metrics"]["heldout"]
+    print(f"run {result['config_hash']}: held-out MLM accuracy {held['mlm_accuracy']:.2f}% "
+          f"(loss {held['mlm_loss']:.3f}) after {result['steps']} steps; model in {out}")
+    return 0
+
+
 def cmd_download(args) -> int:
     from .data.download import download
 
@@ -101,6 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--format", default="text", choices=["text", "json"])
     tr.add_argument("--force", action="store_true", help="recompute even if cached")
     tr.set_defaults(func=cmd_train)
+
+    pt = sub.add_parser("pretrain", help="MLM pretraining of the stand-in PLM sre-bert (cached, resumable)")
+    pt.add_argument("--config", help="YAML file of key: value overrides (e.g. configs/sre-bert.yaml)")
+    pt.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one parameter (repeatable)")
+    pt.add_argument("--data-dir")
+    pt.add_argument("--force", action="store_true", help="recompute even if cached")
+    pt.set_defaults(func=cmd_pretrain)
 
     dl = sub.add_parser("download", help="fetch the canonical data files (needs internet)")
     dl.add_argument("--data-dir")

@@ -24,13 +24,13 @@ TRAIN_DATA = ["wiki1m", "wiki1m_full", "sts_unlabeled", "snli"]
 class CommonConfig:
     scale: str = "cpu"              # smoke | cpu | paper: which preset fills the defaults
     method: str = "simcse"
-    model_name: str = "minilm"      # alias, local path or HF name
-    train_data: str = "wiki1m"      # wiki1m (offline sample) | wiki1m_full | sts_unlabeled | snli
+    model_name: str = "minilm"      # alias, local path or HF name (mlm pretraining: see its `init`)
+    train_data: str = "wiki1m"      # wiki1m (offline sample) | wiki1m_full | sts_unlabeled | snli (not mlm)
     max_train_examples: int = 0     # 0: the whole corpus
     epochs: int = 1
     max_steps: int = 0              # 0: `epochs` passes over the corpus
     batch_size: int = 64
-    max_len: int = 32               # training truncation (evaluation never truncates below 512)
+    max_len: int = 32               # training truncation; mlm: block length (evaluation never truncates)
     lr: float = 3e-5
     weight_decay: float = 0.0
     warmup_ratio: float = 0.0

@@ -1,8 +1,8 @@
-"""The one training loop every method uses.
+"""The one training loop every method uses, the stand-in PLM's MLM pretraining included.
 
-AdamW, linear schedule (optional warm-up), gradient clipping, STS-B dev every `eval_steps` (the best
-checkpoint is kept and is what gets tested), a resumable checkpoint every `checkpoint_steps`, optional
-autocast. Same config + seed -> identical numbers on the CPU, also across an interruption and resume
+AdamW, linear schedule (optional warm-up), gradient clipping, the method's dev metrics every `eval_steps`
+(STS-B dev for sentence-embedding methods; the best checkpoint is kept and is what gets tested), a
+resumable checkpoint every `checkpoint_steps`, optional autocast. Same config + seed -> identical numbers on the CPU, also across an interruption and resume
 (the checkpoint holds the optimiser, schedule, data position and RNG states).
 """
 from __future__ import annotations
@@ -18,12 +18,8 @@ from tqdm.auto import tqdm
 
 from . import runs
 from .config import resolve
-from .data.sts import load_split
-from .encoder import Encoder, autocast, default_device, progress_enabled
+from .encoder import autocast, default_device, progress_enabled
 from .errors import SreError
-from .evaluate.geometry import geometry
-from .evaluate.model import evaluate_final
-from .evaluate.sts import evaluate_stsb_dev
 from .methods import get_method
 
 
@@ -57,8 +53,7 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
         raise SreError("device cuda was asked for but no GPU is visible: use --set device=cpu (or auto)")
     autocast(cfg["precision"], device)  # fails early on fp16 without a GPU
     seed_everything(cfg["seed"])
-    encoder = Encoder(cfg["model_name"], pooler=cfg["eval_pooler"], device=device)
-    method = get_method(kind)(cfg, encoder).to(device)
+    method = get_method(kind).build(cfg, device, data_dir).to(device)
     examples = method.corpus(data_dir)
     if cfg["max_train_examples"]:
         examples = examples[: cfg["max_train_examples"]]
@@ -87,14 +82,12 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
         schedule.load_state_dict(ckpt["schedule"])
         torch.set_rng_state(ckpt["torch_rng"])
         state = ckpt["state"]
-    dev_pairs = load_split("STSBenchmark", "dev", data_dir)
     checkpoint_every = cfg["checkpoint_steps"] or cfg["eval_steps"]
 
     def dev_evaluation(step, loss_terms):
-        encode = lambda s: encoder.encode(s, pooler=cfg["eval_pooler"], precision=cfg["precision"])
-        score, (e1, e2) = evaluate_stsb_dev(encode, pairs=dev_pairs)
-        point = {"step": step, "stsb_dev": score, **{k: float(v) for k, v in loss_terms.items()},
-                 **{k: v for k, v in geometry(e1, e2, dev_pairs).items() if not k.startswith("n_")}}
+        metrics = method.dev_metrics()
+        score = metrics[method.selection_metric]
+        point = {"step": step, **{k: float(v) for k, v in loss_terms.items()}, **metrics}
         state["curve"].append(point)
         if score > state["best"]:
             state["best"], state["best_step"] = score, step
@@ -140,9 +133,8 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
     bar.close()
 
     method.load_state_dict(torch.load(best_ckpt, weights_only=False))
-    final = evaluate_final(lambda s: encoder.encode(s, pooler=cfg["eval_pooler"], precision=cfg["precision"]),
-                           data_dir)
-    result = {"metrics": {**final, "stsb_dev_best": state["best"], "best_step": state["best_step"]},
+    final = method.finish()
+    result = {"metrics": {**final, f"{method.selection_metric}_best": state["best"], "best_step": state["best_step"]},
               "dev_curve": state["curve"], "steps": total, "n_train_examples": len(examples),
               "train_seconds": state["train_seconds"], "wall_seconds": time.time() - started,
               "seed": cfg["seed"], "device": device}

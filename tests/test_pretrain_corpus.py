@@ -19,7 +19,7 @@ def test_the_vocabulary_is_bert_base_uncased(data_dir):
 
 @pytest.fixture(scope="module")
 def corpus(data_dir):
-    return pc.build(data_dir, use_wordnet=False)
+    return pc.build(data_dir, sources=("nltk", "wiki1m"))
 
 
 def test_no_evaluation_sentence_survives(corpus, data_dir):
@@ -37,5 +37,5 @@ def test_counts_dedup_heldout_and_determinism(corpus, data_dir):
     assert counts["heldout"] == int((counts["train"] + counts["heldout"]) * 0.01)
     keys = [pc.sentence_key(s) for s in corpus["train"] + corpus["heldout"]]
     assert len(keys) == len(set(keys))
-    again = pc.build(data_dir, use_wordnet=False)
+    again = pc.build(data_dir, sources=("nltk", "wiki1m"))
     assert again["train"][:100] == corpus["train"][:100] and again["counts"] == counts

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import re
 
+from ..errors import SreError
 from .corpora import NLTK_PROSE_CORPORA, nltk_data, nltk_sentences, wiki1m
 from .sts import STS_SUBSETS, load_split, load_sts_year
 
@@ -46,13 +47,24 @@ def wordnet_sentences(data_dir=None) -> list[str]:
         return out
 
 
-def build(data_dir=None, use_wordnet: bool = True, heldout_fraction: float = 0.01, seed: int = 0,
-          min_chars: int = 12) -> dict:
-    """{"train": [...], "heldout": [...], "counts": {...}}: the filtered, de-duplicated pretraining text."""
-    sources = {name: nltk_sentences(name, data_dir) for name in PRETRAIN_NLTK}
-    sources["wiki1m_sample"] = wiki1m(data_dir)
-    if use_wordnet:
-        sources["wordnet"] = wordnet_sentences(data_dir)
+SOURCES = ["nltk", "wiki1m", "wordnet"]
+
+
+def build(data_dir=None, sources: tuple[str, ...] = tuple(SOURCES), heldout_fraction: float = 0.01,
+          seed: int = 0, min_chars: int = 12) -> dict:
+    """{"train": [...], "heldout": [...], "counts": {...}}: the filtered, de-duplicated pretraining text
+    from `sources` (a subset of SOURCES)."""
+    unknown = set(sources) - set(SOURCES)
+    if unknown:
+        raise SreError(f"unknown pretraining source {sorted(unknown)[0]!r}: choose from {', '.join(SOURCES)}")
+    texts = {}
+    if "nltk" in sources:
+        texts.update({name: nltk_sentences(name, data_dir) for name in PRETRAIN_NLTK})
+    if "wiki1m" in sources:
+        texts["wiki1m_sample"] = wiki1m(data_dir)
+    if "wordnet" in sources:
+        texts["wordnet"] = wordnet_sentences(data_dir)
+    sources = texts
     banned = evaluation_sentences(data_dir)
     seen, kept, removed = set(), [], 0
     for name in sorted(sources):

@@ -3,8 +3,10 @@
 A method is an nn.Module holding the encoder and its own extra modules. The trainer calls, per step:
   batch = method.collate(examples)      # batch preparation / augmentation (tokenised tensors)
   terms = method.loss(batch)            # dict of named loss terms; terms["loss"] is optimised
-and evaluates `method.encoder` with the run's `eval_pooler`. Methods never import each other: what they
-share lives here or in the trainer.
+every `eval_steps` it calls `method.dev_metrics()` (the checkpoint with the best `selection_metric` is
+kept), and at the end `method.finish()` on that checkpoint. By default these evaluate `method.encoder`
+with the run's `eval_pooler` on STS-B dev and on the STS test sets; pretraining (mlm) overrides them.
+Methods never import each other: what they share lives here or in the trainer.
 """
 from __future__ import annotations
 
@@ -27,10 +29,41 @@ class Method(nn.Module):
     Params = NoParams          # the method's own knobs (a dataclass with defaults)
     SCALE_PRESETS: dict = {}   # scale -> overrides of common or own knobs
     contrastive = True         # needs in-batch negatives (batch_size >= 2)
+    selection_metric = "stsb_dev"  # the dev metric that picks the kept checkpoint (higher is better)
 
     def __init__(self, cfg: dict, encoder):
         super().__init__()
         self.cfg, self.encoder = cfg, encoder
+        self.data_dir = None
+
+    @classmethod
+    def build(cls, cfg: dict, device: str, data_dir=None) -> "Method":
+        from ..encoder import Encoder
+
+        method = cls(cfg, Encoder(cfg["model_name"], pooler=cfg["eval_pooler"], device=device))
+        method.data_dir = data_dir
+        return method
+
+    def encode(self, sentences):
+        return self.encoder.encode(sentences, pooler=self.cfg["eval_pooler"], precision=self.cfg["precision"])
+
+    def dev_metrics(self) -> dict:
+        """STS-B dev Spearman and the dev split's geometry (alignment, uniformity, anisotropy)."""
+        from ..data.sts import load_split
+        from ..evaluate.geometry import geometry
+        from ..evaluate.sts import evaluate_stsb_dev
+
+        if not hasattr(self, "_dev_pairs"):
+            self._dev_pairs = load_split("STSBenchmark", "dev", self.data_dir)
+        score, (e1, e2) = evaluate_stsb_dev(self.encode, pairs=self._dev_pairs)
+        return {"stsb_dev": score,
+                **{k: v for k, v in geometry(e1, e2, self._dev_pairs).items() if not k.startswith("n_")}}
+
+    def finish(self) -> dict:
+        """Test metrics of the kept checkpoint: the STS tasks and the STS-B test geometry."""
+        from ..evaluate.model import evaluate_final
+
+        return evaluate_final(self.encode, self.data_dir)
 
     @classmethod
     def validate(cls, cfg: dict) -> None:
