@@ -7,7 +7,7 @@ from sre_repro import book
 
 which = sys.argv[1:] or ["baselines", "simcse", "simcse_sup"]
 if "baselines" in which:
-    for name, result in book.baselines(book.plms("cpu"), allow_stale=False).items():
+    for name, result in book.baselines(book.baseline_models("cpu"), allow_stale=False).items():
         print(name, result["metrics"]["sts"]["avg"], flush=True)
 for method in ("simcse", "simcse_sup"):
     if method in which:

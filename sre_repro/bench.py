@@ -1,4 +1,5 @@
-"""Throughput benchmarks of the build machine: GEMM, SimCSE training steps, encoding, full STS evaluation.
+"""Throughput benchmarks of the build machine: GEMM, SimCSE training steps, encoding, full STS evaluation,
+and MLM pretraining steps of candidate stand-in PLM sizes (how `sre-bert`'s size and steps were chosen).
 
 Medians of repeated runs (these machines are noisy). Writes one JSON that the book's appendix reads.
 """
@@ -78,8 +79,39 @@ def encoding(model: str, sentences: list[str], precision: str) -> list[dict]:
             for name, t in (("dedup + length-sorted (Encoder.encode)", sorted_t), ("input order", naive_t))]
 
 
-def main(out: str = "results/benchmark.json", quick: bool = False, data_dir=None) -> dict:
+# candidate stand-in sizes: (layers, hidden); heads = hidden / 64, FFN = 4 x hidden
+PRETRAIN_SIZES = [(4, 256), (6, 256), (6, 384)]
+
+
+def pretraining_steps(layers: int, hidden: int, steps: int, data_dir=None) -> dict:
+    """One MLM step at the cpu preset's batch (64 blocks of 128 tokens), for a stand-in size."""
+    cfg = resolve(overrides={"method": "mlm", "num_layers": layers, "hidden": hidden, "heads": hidden // 64,
+                             "intermediate": 4 * hidden, "pretrain_sources": "wiki1m"})
+    method = get_method("mlm").build(cfg, "cpu", data_dir)
+    blocks = method.corpus()
+    optimizer = torch.optim.AdamW(method.parameters(), lr=5e-4)
+    batches = iter(range(10_000))
+
+    def step():
+        i = next(batches)
+        loss = method.loss(method.collate(blocks[i * 64:(i + 1) * 64]))["loss"]
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+    t = _median_time(step, steps)
+    return {"layers": layers, "hidden": hidden, "parameters_M": sum(p.numel() for p in method.model.parameters()) / 1e6,
+            "batch": 64, "block": 128, "step_s": t, "steps_per_hour": 3600 / t, "steps_timed": steps}
+
+
+def main(out: str = "results/benchmark.json", quick: bool = False, data_dir=None, only: str = "") -> dict:
     torch.manual_seed(0)
+    if only == "pretraining":  # refresh just this section of an existing report
+        report = json.loads(Path(out).read_text())
+        report["pretraining"] = [pretraining_steps(l, h, 2 if quick else 4, data_dir) for l, h in PRETRAIN_SIZES]
+        write_json_atomic(Path(out), report)
+        print(json.dumps(report["pretraining"]))
+        return report
     train_sents = wiki1m(data_dir)
     sts_sents = unlabeled_sts(data_dir)
     report = {"machine": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, "
@@ -98,6 +130,7 @@ def main(out: str = "results/benchmark.json", quick: bool = False, data_dir=None
              for _ in range(1 if quick else 2)]
     report["sts_eval"].append({"model": "minilm", "precision": "fp32", "tasks": 7, "seconds": statistics.median(times),
                                "repeats": len(times)})
+    report["pretraining"] = [pretraining_steps(l, h, 2 if quick else 4, data_dir) for l, h in PRETRAIN_SIZES]
     by = {(r["model"], r["precision"]): r["step_s"] for r in report["training"]}
     report["targets"] = {"sts_eval_minilm_s": report["sts_eval"][0]["seconds"],
                          "simcse_step_minilm_fp32_s": by[("minilm", "fp32")],

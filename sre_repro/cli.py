@@ -84,7 +84,7 @@ def cmd_download(args) -> int:
 def cmd_bench(args) -> int:
     from .bench import main as bench_main
 
-    bench_main(out=args.out, quick=args.quick)
+    bench_main(out=args.out, quick=args.quick, only=args.only)
     return 0
 
 
@@ -133,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     be = sub.add_parser("bench", help="throughput benchmarks of this machine (writes a JSON for the book)")
     be.add_argument("--out", default="results/benchmark.json")
     be.add_argument("--quick", action="store_true")
+    be.add_argument("--only", default="", choices=["", "pretraining"], help="refresh one section of --out")
     be.set_defaults(func=cmd_bench)
     return p
 

@@ -53,3 +53,35 @@ def bars(frame, column: str, title: str = ""):
     sns.despine(fig)
     fig.tight_layout()
     return fig
+
+
+def pretraining_curve(log: dict):
+    """The stand-in PLM's pretraining: held-out MLM accuracy and STS-B dev (average pooling) per step."""
+    curve = log["curve"]
+    steps = [p["step"] for p in curve]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
+    left.plot(steps, [p["mlm_accuracy"] for p in curve], marker="o", markersize=3, label="held-out")
+    left.plot(steps, [100 * p["mlm_train_accuracy"] for p in curve], alpha=0.6, label="training batch")
+    left.set_ylabel("MLM accuracy (%)")
+    right.plot(steps, [p["stsb_dev_avg"] for p in curve], marker="o", markersize=3, color="C2")
+    right.set_ylabel("STS-B dev Spearman x 100 (avg pooling)")
+    for ax in (left, right):
+        ax.set_xlabel("pretraining step")
+    left.legend(frameon=False)
+    sns.despine(fig)
+    fig.tight_layout()
+    return fig
+
+
+def norm_vs_frequency(frames: dict):
+    """Token-embedding norm against BookCorpus frequency (log scale), one panel per model."""
+    fig, axes = plt.subplots(1, len(frames), figsize=(4.4 * len(frames), 3.6), squeeze=False)
+    for ax, (name, frame) in zip(axes[0], frames.items()):
+        ax.scatter(frame["count"], frame["norm"], s=2, alpha=0.25, rasterized=True)
+        ax.set_xscale("log")
+        ax.set_xlabel("BookCorpus count of the token")
+        ax.set_ylabel("input embedding norm")
+        ax.set_title(name)
+    sns.despine(fig)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,91 @@
+"""SARCSE: the autoencoder's shapes (short sentences included), the weight function, the loss terms against
+a direct computation, gradients into the PLM, and a smoke run."""
+import pytest
+import torch
+
+from sre_repro.config import resolve
+from sre_repro.methods.sarcse import (SARCSE, TextCNNAutoEncoder, content_tokens, reconstruction_loss,
+                                      token_frequencies, token_weights)
+from sre_repro.train import train
+
+
+@pytest.fixture(scope="module")
+def method():
+    torch.manual_seed(0)
+    cfg = resolve(overrides={"method": "sarcse", "scale": "smoke"})
+    return SARCSE.build(cfg, "cpu")
+
+
+@pytest.mark.parametrize("length", [1, 2, 4, 5, 9])
+def test_shapes_for_sentences_shorter_and_longer_than_the_kernels(length):
+    torch.manual_seed(0)
+    ae = TextCNNAutoEncoder(d=8, co_t=10, co_c=3)
+    x = torch.randn(2, max(length, 5), 8)
+    n = torch.tensor([length, max(1, length - 1)])
+    x[1, n[1]:] = 0
+    x[0, length:] = 0
+    z, where = ae.encode(x, n)
+    assert z.shape == (2, 3 * 9) and ae.embedding_size == 27 and torch.isfinite(z).all()
+    # pooling never picks a window that starts past max(0, N - ks)
+    for ks, idx in zip((3, 4, 5), where):
+        assert (idx <= (n - ks).clamp(min=0)[:, None]).all()
+    assert ae.decode(z, where, x.shape[1]).shape == x.shape
+
+
+def test_short_sentences_are_padded_to_the_largest_kernel(method):
+    batch = method.encoder.tokenize(["hi", "a much longer sentence with many words in it"])
+    hidden = method.encoder.forward_hidden(batch)[-1]
+    x, ids, n = content_tokens(hidden, batch["attention_mask"], batch["input_ids"], 5)
+    assert n.tolist() == [1, 9] and x.shape[1] >= 9 and ids[0, 1:].eq(0).all() and x[0, 1:].eq(0).all()
+    assert method.encode(["hi"]).shape == (1, method.autoencoder.embedding_size)
+
+
+def test_weight_function_against_hand_values():
+    freq = torch.tensor([0.0, 0.001, 0.01, 0.018, 0.05])
+    assert torch.allclose(token_weights(freq, 0.1, 50), torch.tensor([1.0, 0.95, 0.5, 0.1, 0.1]))
+    assert torch.allclose(token_weights(freq, 0.0, 50), torch.tensor([1.0, 0.95, 0.5, 0.1, 0.0]))
+
+
+def test_frequencies_are_shares_of_all_tokens(method):
+    tok = method.encoder.tokenizer
+    freq = token_frequencies(tok, ["the cat", "the dog the"])
+    the, cat = tok.convert_tokens_to_ids(["the", "cat"])
+    assert freq[the] == pytest.approx(3 / 5) and freq[cat] == pytest.approx(1 / 5) and freq.sum() == pytest.approx(1)
+
+
+def test_reconstruction_loss_against_a_direct_computation():
+    x = torch.tensor([[[1.0, 2.0], [3.0, 4.0], [0.0, 0.0]], [[1.0, 1.0], [0.0, 0.0], [0.0, 0.0]]])
+    x_rec = torch.tensor([[[0.0, 2.0], [3.0, 2.0], [9.0, 9.0]], [[2.0, 3.0], [7.0, 7.0], [0.0, 0.0]]])
+    w = torch.tensor([[0.5, 1.0, 1.0], [0.1, 1.0, 1.0]])
+    n = torch.tensor([2, 1])
+    # sentence 1: (0.5 * (1 + 0) / 2 + 1.0 * (0 + 4) / 2) / 2 = 1.125; sentence 2: 0.1 * (1 + 4) / 2 / 1 = 0.25
+    assert reconstruction_loss(x, x_rec, w, n).item() == pytest.approx((1.125 + 0.25) / 2)
+    assert reconstruction_loss(x, x_rec, w, n, "sum").item() == pytest.approx((2.25 + 0.5) / 2)
+
+
+def test_total_loss_is_alpha_infonce_plus_weighted_reconstructions_and_reaches_the_plm(method):
+    method.frequencies.copy_(token_frequencies(method.encoder.tokenizer, ["a man plays a guitar .", "a dog runs ."]))
+    torch.manual_seed(1)
+    batch = method.collate(["a man plays a guitar .", "a dog runs .", "the sky is blue today"])
+    terms = method.loss(batch)
+    cfg = method.cfg
+    expected = cfg["alpha"] * terms["contrastive"] + cfg["beta"] * terms["reconstruction"] + cfg["gamma"] * terms["reconstruction_plus"]
+    assert torch.allclose(terms["loss"], expected)
+    method.zero_grad()
+    terms["loss"].backward()
+    plm_grads = [p.grad for p in method.encoder.model.parameters() if p.grad is not None]
+    assert plm_grads and any(g.abs().sum() > 0 for g in plm_grads)
+    assert method.autoencoder.text_cnns_t[0].weight.grad.abs().sum() > 0  # the decoder learns too
+
+
+def test_without_decoder_only_infonce(tmp_path):
+    cfg = resolve(overrides={"method": "sarcse", "scale": "smoke", "decoder": False})
+    m = SARCSE.build(cfg, "cpu")
+    terms = m.loss(m.collate(["one sentence here", "another one there"]))
+    assert set(terms) == {"loss", "contrastive"} and not hasattr(m.autoencoder, "cnn_t")
+
+
+def test_smoke_run_trains_and_reports_z_scores(tmp_path):
+    r = train({"method": "sarcse", "scale": "smoke"}, results_root=tmp_path / "r", work_root=tmp_path / "w")
+    assert {"reconstruction", "reconstruction_plus", "contrastive"} <= set(r["dev_curve"][0])
+    assert -100 <= r["metrics"]["sts"]["avg"] <= 100
