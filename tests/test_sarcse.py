@@ -88,4 +88,15 @@ def test_without_decoder_only_infonce(tmp_path):
 def test_smoke_run_trains_and_reports_z_scores(tmp_path):
     r = train({"method": "sarcse", "scale": "smoke"}, results_root=tmp_path / "r", work_root=tmp_path / "w")
     assert {"reconstruction", "reconstruction_plus", "contrastive"} <= set(r["dev_curve"][0])
+    importance = r["metrics"]["token_importance"]
+    assert set(importance) == {"cls_attention", "reconstruction_mse"}
+    assert importance["reconstruction_mse"][0][0][0] == "a"  # content tokens only: no [CLS]
     assert -100 <= r["metrics"]["sts"]["avg"] <= 100
+
+
+def test_transcribed_paper_rows_average_to_their_avg_column():
+    from sre_repro.papers import sarcse as paper
+    tables = [paper.TABLE1_BASE, paper.TABLE1_LARGE, paper.TABLE3_THETA, *paper.TABLE2_BATCH.values()]
+    for table in tables:
+        for name, row in table.items():
+            assert sum(row[:7]) / 7 == pytest.approx(row[7], abs=0.011), name

@@ -24,6 +24,14 @@ def test_smoke_run_records_everything(smoke_run):
     for key in ("config", "seed", "code_hash", "config_hash", "versions", "hardware", "wall_seconds", "git_commit"):
         assert key in r
     assert {"alignment", "uniformity", "anisotropy"} <= set(r["dev_curve"][0])
+    # the stored STS-B test cosines are the ones the STS-B score was computed from
+    from sre_repro.data.sts import load_split
+    from sre_repro.evaluate.sts import spearman100
+    gold = load_split("STSBenchmark", "test").gold
+    assert len(r["metrics"]["stsb_test_cosine"]) == len(gold) == 1379
+    assert spearman100(r["metrics"]["stsb_test_cosine"], gold) == pytest.approx(r["metrics"]["sts"]["STSBenchmark"], abs=1e-3)
+    probes = r["metrics"]["token_importance"]["cls_attention"]
+    assert probes[0][0][0] == "[CLS]" and all(sum(w for _, w in row) == pytest.approx(1, abs=1e-4) for row in probes)
 
 
 def test_same_config_and_seed_give_identical_numbers(smoke_run, tmp_path):

@@ -12,12 +12,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from ..data import corpora
 from ..errors import SreError
+
+
+# Sentence pairs whose per-token importance every run records, in the spirit of SARCSE's Figure 1 (its exact
+# sentences are not given): a dissimilar pair that differs in one keyword, and a similar pair that is worded
+# differently. Written for this book; not from any evaluation set.
+PROBE_PAIRS = [
+    ("A man is driving east on the highway.", "A man is driving west on the highway."),
+    ("A woman is frying some food in a pan.", "Some food is being fried by a woman."),
+]
 
 
 @dataclass
@@ -60,10 +70,49 @@ class Method(nn.Module):
                 **{k: v for k, v in geometry(e1, e2, self._dev_pairs).items() if not k.startswith("n_")}}
 
     def finish(self) -> dict:
-        """Test metrics of the kept checkpoint: the STS tasks and the STS-B test geometry."""
+        """Test metrics of the kept checkpoint: the STS tasks and the STS-B test geometry, plus what the
+        chapters draw from a trained model that is not kept: the cosine of every STS-B test pair (SARCSE's
+        Figure 3) and per-token importance for the probe pairs (SARCSE's Figure 1)."""
+        from ..data.sts import load_split
         from ..evaluate.model import evaluate_final
+        from ..evaluate.sts import cosine, encode_pairs
 
-        return evaluate_final(self.encode, self.data_dir)
+        table: dict = {}
+
+        def remembering(sentences):  # the STS-B test cosines must come from the very embeddings scored
+            missing = [s for s in dict.fromkeys(sentences) if s not in table]
+            if missing:
+                table.update(zip(missing, self.encode(missing)))
+            return np.stack([table[s] for s in sentences])
+
+        final = evaluate_final(remembering, self.data_dir)
+        test = load_split("STSBenchmark", "test", self.data_dir)
+        (e1, e2), = encode_pairs(remembering, [test])
+        final["stsb_test_cosine"] = cosine(e1, e2).tolist()  # unrounded: rounding creates ties
+        final["token_importance"] = self.token_importance([s for pair in PROBE_PAIRS for s in pair])
+        return final
+
+    @torch.no_grad()
+    def token_importance(self, sentences: list[str]) -> dict:
+        """{"cls_attention": per sentence [(token, weight)]}: the last layer's attention from [CLS] to every
+        token, averaged over heads (what SARCSE's Figure 1 shows for SimCSE)."""
+        model = self.encoder.model
+        was_training, implementation = self.training, model.config._attn_implementation
+        self.eval()
+        model.set_attn_implementation("eager")  # sdpa kernels do not return attention weights
+        try:
+            batch = self.encoder.tokenize(sentences)
+            out = model(**{k: v for k, v in batch.items() if k != "token_type_ids"}, output_attentions=True)
+        finally:
+            model.set_attn_implementation(implementation)
+            self.train(was_training)
+        weights = out.attentions[-1][:, :, 0].mean(1)  # (batch, tokens): from [CLS], mean over heads
+        rows = []
+        for ids, mask, w in zip(batch["input_ids"], batch["attention_mask"], weights):
+            n = int(mask.sum())
+            tokens = self.encoder.tokenizer.convert_ids_to_tokens(ids[:n].tolist())
+            rows.append([(t, round(float(x), 6)) for t, x in zip(tokens, w[:n])])
+        return {"cls_attention": rows}
 
     @classmethod
     def validate(cls, cfg: dict) -> None:

@@ -208,6 +208,14 @@ class SARCSE(Method):
         pooler = "sarcse" if self.cfg["embedding"] == "z" else self.cfg["eval_pooler"]
         return self.encoder.encode(sentences, pooler=pooler, precision=self.cfg["precision"])
 
+    def token_importance(self, sentences):
+        """SimCSE's view ([CLS] attention) and SARCSE's (each token's reconstruction error; lower = better
+        preserved), as the paper's Figure 1 contrasts them."""
+        out = super().token_importance(sentences)
+        if self.autoencoder.has_decoder:
+            out["reconstruction_mse"] = self.token_losses(sentences)
+        return out
+
     @torch.no_grad()
     def token_losses(self, sentences: list[str]) -> list[list[tuple[str, float]]]:
         """Per sentence, (token, reconstruction MSE) for its content tokens (the paper's Figure 1)."""
