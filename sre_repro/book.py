@@ -81,6 +81,12 @@ def best_row(results: dict[str, dict], prefix: str = "") -> str:
     return max(names, key=lambda name: results[name]["metrics"]["sts"]["avg"])
 
 
+def raw_counterpart(raw: dict[str, dict], plm: str, run: dict) -> dict:
+    """The untrained PLM's evaluation with the pooler a trained run is tested with ([CLS] for cls_mlp)."""
+    pooler = run["config"]["eval_pooler"]
+    return raw[f"{plm} {pooler if pooler in BASELINE_POOLERS else 'cls'}"]
+
+
 def rows(results: dict[str, dict]) -> dict[str, list[float]]:
     return {name: sts_row(r["metrics"]["sts"]) for name, r in results.items()}
 
@@ -112,3 +118,53 @@ def token_norms(model: str, data_dir=None) -> pd.DataFrame:
     norms = backbone.get_input_embeddings().weight.detach().norm(dim=1).numpy()
     frame = pd.DataFrame({"token": vocab, "norm": norms, "count": list(counts.values())})
     return frame[frame["count"] > 0].reset_index(drop=True)
+
+
+def same_budget(scale: str, method: str, batch_size: int) -> dict:
+    """Overrides that train with `batch_size` on as many sentences as the scale's preset does (SARCSE's
+    batch-size table keeps the data fixed): steps = preset steps x preset batch / batch_size."""
+    from .config import resolve
+
+    preset = resolve(overrides={"method": method, "scale": scale})
+    if not preset["max_steps"]:
+        return {"batch_size": batch_size}  # epoch-based presets: the data budget is the corpus already
+    steps = max(1, round(preset["max_steps"] * preset["batch_size"] / batch_size))
+    return {"batch_size": batch_size, "max_steps": steps, "eval_steps": max(1, min(preset["eval_steps"], steps // 5 or 1))}
+
+
+def stsb_test_gold(data_dir=None):
+    from .data.sts import load_split
+
+    return load_split("STSBenchmark", "test", data_dir).gold
+
+
+def cosine_spread(runs: dict[str, dict], gold) -> pd.DataFrame:
+    """Variance of the predicted STS-B test cosine within each gold-score group (SARCSE's Appendix D)."""
+    import numpy as np
+
+    from .plots import GOLD_GROUPS
+
+    gold = np.asarray(gold)
+    out = {}
+    for name, run in runs.items():
+        cos = np.asarray(run["metrics"]["stsb_test_cosine"])
+        out[name] = {f"{lo}-{hi}": float(cos[(gold >= lo) & ((gold < hi) if hi < 5 else (gold <= hi))].var())
+                     for lo, hi in GOLD_GROUPS}
+    return pd.DataFrame(out).T
+
+
+def importance_rows(run: dict, key: str, label: str, invert: bool = False) -> dict[str, list]:
+    """Token-importance lines of a run's probe pairs, scaled to [0, 1] per sentence (for plots.token_importance).
+    `invert`: lower values are more important (reconstruction error: lower = better preserved)."""
+    rows = {}
+    for i, tokens in enumerate(run["metrics"]["token_importance"][key]):
+        values = [v for _, v in tokens]
+        low, high = min(values), max(values)
+        scaled = [(v - low) / (high - low) if high > low else 0.0 for v in values]
+        rows[f"{label} #{i + 1}"] = [(t, 1 - x if invert else x) for (t, _), x in zip(tokens, scaled)]
+    return rows
+
+
+def best_by_dev(grid: dict, name: str):
+    """The setting (key of `grid`: setting -> {run name -> result}) whose run `name` scored best on STS-B dev."""
+    return max(grid, key=lambda setting: grid[setting][name]["metrics"]["stsb_dev_best"])

@@ -85,3 +85,47 @@ def norm_vs_frequency(frames: dict):
     sns.despine(fig)
     fig.tight_layout()
     return fig
+
+
+GOLD_GROUPS = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)]
+
+
+def cosine_by_gold(runs: dict[str, dict], gold):
+    """SARCSE's Figure 3: density of the predicted cosine on STS-B test, one row per gold-score group
+    (0-1 ... 4-5), one curve per run (each run's `stsb_test_cosine`)."""
+    import numpy as np
+
+    gold = np.asarray(gold)
+    fig, axes = plt.subplots(len(GOLD_GROUPS), 1, figsize=(6.4, 1.2 * len(GOLD_GROUPS) + 0.8), sharex=True)
+    palette = sns.color_palette("colorblind", len(runs))
+    for ax, (low, high) in zip(axes, reversed(GOLD_GROUPS)):
+        in_group = (gold >= low) & ((gold < high) if high < 5 else (gold <= high))
+        for color, (name, run) in zip(palette, runs.items()):
+            values = np.asarray(run["metrics"]["stsb_test_cosine"])[in_group]
+            sns.kdeplot(x=values, ax=ax, color=color, fill=True, alpha=0.25, label=name, warn_singular=False)
+        ax.set_ylabel(f"{low}-{high}", rotation=0, labelpad=18)
+        ax.set_yticks([])
+    axes[0].legend(frameon=False, fontsize=8)
+    axes[-1].set_xlabel("predicted cosine similarity (STS-B test)")
+    sns.despine(fig, left=True)
+    fig.tight_layout()
+    return fig
+
+
+def token_importance(rows: dict[str, list]):
+    """SARCSE's Figure 1: one line of coloured tokens per (label -> [(token, importance in [0, 1])])."""
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 0.4))
+    cmap = plt.get_cmap("Blues")
+    for line, (label, tokens) in enumerate(rows.items()):
+        y = len(rows) - line
+        ax.text(0, y, label, ha="right", va="center", fontsize=8)
+        x = 0.01
+        for token, weight in tokens:
+            ax.text(x, y, token, va="center", fontsize=9, color="black" if weight < 0.6 else "white",
+                    bbox=dict(boxstyle="round,pad=0.2", facecolor=cmap(0.1 + 0.85 * weight), edgecolor="none"))
+            x += 0.012 * (len(token) + 2)
+    ax.set_xlim(-0.35, 1.05)
+    ax.set_ylim(0.3, len(rows) + 0.7)
+    ax.axis("off")
+    fig.tight_layout()
+    return fig

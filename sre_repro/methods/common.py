@@ -136,6 +136,27 @@ def attach_mlp(method: Method) -> None:
     method.encoder.mlp = method.mlp = MLP(method.encoder.hidden_size)
 
 
+# SimCSE's `--pooler_type`: cls trains through the MLP; the average poolers train and test without one.
+SIMCSE_POOLERS = ["cls", "avg", "avg_first_last", "avg_top2"]
+
+
+def simcse_pooler(method: Method) -> str:
+    """The pooler a SimCSE-style method trains with; attaches the MLP when it is [CLS]."""
+    if method.cfg["pooler"] == "cls":
+        attach_mlp(method)
+        return "cls_mlp"
+    return method.cfg["pooler"]
+
+
+def validate_simcse_pooler(cfg: dict, test_poolers_for_cls=("cls", "cls_mlp")) -> None:
+    if cfg["pooler"] not in SIMCSE_POOLERS:
+        raise SreError(f"unknown pooler {cfg['pooler']!r}: choose from {', '.join(SIMCSE_POOLERS)}")
+    allowed = test_poolers_for_cls if cfg["pooler"] == "cls" else (cfg["pooler"],)
+    if cfg["eval_pooler"] not in allowed:
+        raise SreError(f"{cfg['method']} trained with pooler {cfg['pooler']} is tested with "
+                       f"{' or '.join(allowed)}: set eval_pooler={allowed[0]}")
+
+
 def require_positive(cfg: dict, *keys: str) -> None:
     for key in keys:
         if cfg[key] <= 0:

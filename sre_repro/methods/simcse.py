@@ -4,37 +4,42 @@ only noise, in-batch negatives, InfoNCE with tau = 0.05.
 As in princeton-nlp/SimCSE (run_unsup_example.sh, models.py): both views in ONE forward of 2*bs rows;
 [CLS] through a freshly initialised Linear+Tanh MLP in training only (`mlp_only_train`), raw [CLS] at test;
 one-directional loss over the bs x bs cosine matrix. SimCSE's `--mlp_only_train` is our default
-`eval_pooler=cls`; `eval_pooler=cls_mlp` keeps the trained MLP at test. Related: simcse_sup (NLI triplets).
+`eval_pooler=cls`; `eval_pooler=cls_mlp` keeps the trained MLP at test. `pooler` is SimCSE's
+`--pooler_type`: the average poolers train and test without the MLP. The `cpu` edition uses `avg`: its
+stand-in PLM has no next-sentence objective, so its last-layer [CLS] state was never trained (measured:
+SimCSE with [CLS] from it scores below its raw average pooling at this budget). Related: simcse_sup.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import Method, attach_mlp, info_nce, require_positive
+from .common import Method, info_nce, require_positive, simcse_pooler, validate_simcse_pooler
 
 
 @dataclass
 class Params:
     temperature: float = 0.05       # tau
+    pooler: str = "cls"             # SimCSE's pooler_type: cls (+MLP in training) | avg | avg_first_last | avg_top2
 
 
 class SimCSE(Method):
     Params = Params
-    SCALE_PRESETS = {"paper": dict(eval_pooler="cls")}
+    SCALE_PRESETS = {"cpu": dict(pooler="avg", eval_pooler="avg"), "paper": dict(pooler="cls", eval_pooler="cls")}
 
     def __init__(self, cfg, encoder):
         super().__init__(cfg, encoder)
-        attach_mlp(self)
+        self.train_pooler = simcse_pooler(self)
 
     @classmethod
     def validate(cls, cfg):
         require_positive(cfg, "temperature")
+        validate_simcse_pooler(cfg)
 
     def collate(self, sentences):
         return self.encoder.tokenize(list(sentences) * 2, self.cfg["max_len"])
 
     def loss(self, batch):
-        z = self.encoder.embed(batch, pooler="cls_mlp")
+        z = self.encoder.embed(batch, pooler=self.train_pooler)
         z1, z2 = z.chunk(2)
         return {"loss": info_nce(z1, z2, self.cfg["temperature"])}
 
