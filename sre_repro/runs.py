@@ -112,8 +112,8 @@ def save(kind: str, cfg: dict, result: dict, root=None) -> dict:
               "code_hash": code_hash(kind), **provenance()}
     record.pop("stale", None)
     write_json_atomic(run_path(kind, cfg, root), record)
-    record["stale"] = False
-    return record
+    # hand back what a later read returns (tuples become lists), so a fresh run equals its cached self
+    return {**json.loads(json.dumps(record)), "stale": False}
 
 
 def all_results(kind: str, root=None) -> list[dict]:

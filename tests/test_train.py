@@ -52,7 +52,7 @@ def test_interrupted_run_resumes_to_identical_numbers(smoke_run, tmp_path):
 def test_cache_hit_and_force(tmp_path, monkeypatch):
     kwargs = dict(results_root=tmp_path / "r", work_root=tmp_path / "w")
     first = train(SMOKE, **kwargs)
-    monkeypatch.setattr("sre_repro.train.Encoder", None)  # any recomputation would now fail
+    monkeypatch.setattr("sre_repro.train.get_method", None)  # any recomputation would now fail
     assert train(SMOKE, **kwargs)["metrics"] == first["metrics"]
     with pytest.raises(TypeError):
         train(SMOKE, force=True, **kwargs)
