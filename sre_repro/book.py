@@ -75,9 +75,10 @@ def train_seeds(method: str, scale: str, seed_list: list[int], model_name: str =
                   allow_stale=allow_stale) for s in seed_list]
 
 
-def best_row(results: dict[str, dict], prefix: str = "") -> str:
-    """The name of the result with the highest average STS (among names starting with `prefix`)."""
-    names = [name for name in results if name.startswith(prefix)]
+def best_row(results: dict[str, dict], prefix: str = "", poolings_only: bool = False) -> str:
+    """The name of the result with the highest average STS (among names starting with `prefix`; with
+    `poolings_only`, among the training-free poolings, leaving out whitening, which fits a transformation)."""
+    names = [name for name in results if name.startswith(prefix) and not (poolings_only and "whitening" in name)]
     return max(names, key=lambda name: results[name]["metrics"]["sts"]["avg"])
 
 
@@ -92,7 +93,9 @@ def rows(results: dict[str, dict]) -> dict[str, list[float]]:
 
 
 def stand_in_log(path=None) -> dict:
-    """The committed stand-in PLM's training log (models/sre-bert/training_log.json) and its folder."""
+    """The committed stand-in PLM's training log (models/sre-bert/training_log.json) and its folder. A model
+    pretrained in stages has one log per stage under "stages" (oldest first); "curve" runs across them, its
+    steps counted from the first stage's start, and "train_seconds" is their sum."""
     import json
 
     from .encoder import resolve_model_path
@@ -101,7 +104,14 @@ def stand_in_log(path=None) -> dict:
     log_file = folder / "training_log.json"
     if not log_file.is_file():
         raise SreError(f"{log_file} is missing: run `python -m sre_repro pretrain --config configs/sre-bert.yaml`")
-    return {**json.loads(log_file.read_text()), "path": str(folder)}
+    last = json.loads(log_file.read_text())
+    stages = [*last.pop("earlier_stages", []), last]
+    curve, offset = [], 0
+    for number, stage in enumerate(stages, start=1):
+        curve += [{**point, "step": offset + point["step"], "stage": number} for point in stage["curve"]]
+        offset += stage["config"]["max_steps"]
+    return {**last, "stages": stages, "curve": curve, "train_seconds": sum(s["train_seconds"] for s in stages),
+            "path": str(folder)}
 
 
 def token_norms(model: str, data_dir=None) -> pd.DataFrame:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from .errors import SreError
 
@@ -51,11 +52,31 @@ def cmd_train(args) -> int:
     if args.method:
         overrides["method"] = args.method
     result = train(overrides, data_dir=args.data_dir, force=args.force)
+    metrics = result["metrics"]
+    selected = next(k for k in metrics if k.endswith("_best"))  # stsb_dev_best, or mlm_accuracy_best for mlm
     print(f"run {result['config_hash']} ({result['config']['method']}, seed {result['seed']}): "
-          f"best STS-B dev {result['metrics']['stsb_dev_best']:.2f} at step {result['metrics']['best_step']}",
+          f"best {selected.removesuffix('_best')} {metrics[selected]:.2f} at step {metrics['best_step']}",
           file=sys.stderr)
-    _print_scores(result["metrics"]["sts"], args.format)
+    if "sts" in metrics:
+        _print_scores(metrics["sts"], args.format)
     return 0
+
+
+def _earlier_stages(cfg: dict) -> list[dict]:
+    """Training logs of the stages this run continues: when it starts from the folder it writes to, the
+    log found there is the previous stage's (unless it is this very run's, served again from the cache)."""
+    from .encoder import resolve_model_path
+    from .methods.mlm import output_path
+
+    out = output_path(cfg)
+    log_file = out / "training_log.json"
+    if cfg["init"] == "scratch" or not log_file.is_file():
+        return []
+    if Path(resolve_model_path(cfg["init"])).resolve() != out.resolve():
+        return []
+    log = json.loads(log_file.read_text())
+    earlier = log.pop("earlier_stages", [])
+    return earlier if log["config"] == cfg else [*earlier, log]
 
 
 def cmd_pretrain(args) -> int:
@@ -67,7 +88,20 @@ def cmd_pretrain(args) -> int:
     result = train(overrides, data_dir=args.data_dir, force=args.force)
     command = " ".join(["python -m sre_repro pretrain", *(["--config", args.config] if args.config else []),
                         *(f"--set {pair}" for pair in args.set or [])])
-    out = write_model_card(result, command)
+    earlier = _earlier_stages(result["config"])
+    commands = [f"{c} --force" for c in [*(s["command"] for s in earlier), command]] if earlier else [command]
+    out = write_model_card(result, "\n    ".join(commands))
+    log = {**json.loads((out / "training_log.json").read_text()), "command": command}
+    (out / "training_log.json").write_text(json.dumps({**log, "earlier_stages": earlier}, indent=1, sort_keys=True))
+    if earlier:
+        stages = [*earlier, log]
+        lines = [f"{i + 1}. {s['command'].split()[-1]}: init {s['config']['init']}, {s['config']['max_steps']:,} steps x "
+                 f"batch {s['config']['batch_size']}, peak lr {s['config']['lr']}, {s['train_seconds'] / 3600:.2f} h, "
+                 f"held-out MLM accuracy {s['final']['heldout']['mlm_accuracy']:.2f}%" for i, s in enumerate(stages)]
+        total = sum(s["train_seconds"] for s in stages) / 3600
+        with open(out / "README.md", "a") as card:
+            card.write(f"\n## Pretraining stages\n\nThe model is the end of {len(stages)} stages ({total:.2f} h in all); "
+                       "the figures above are the last stage's.\n\n" + "\n".join(lines) + "\n")
     held = result["metrics"]["heldout"]
     print(f"run {result['config_hash']}: held-out MLM accuracy {held['mlm_accuracy']:.2f}% "
           f"(loss {held['mlm_loss']:.3f}) after {result['steps']} steps; model in {out}")

@@ -65,8 +65,11 @@ def pretraining_curve(log: dict):
     left.set_ylabel("MLM accuracy (%)")
     right.plot(steps, [p["stsb_dev_avg"] for p in curve], marker="o", markersize=3, color="C2")
     right.set_ylabel("STS-B dev Spearman x 100 (avg pooling)")
+    starts = [before["step"] for p, before in zip(curve[1:], curve) if p.get("stage", 1) != before.get("stage", 1)]
     for ax in (left, right):
-        ax.set_xlabel("pretraining step")
+        ax.set_xlabel("pretraining step (all stages)" if starts else "pretraining step")
+        for start in starts:  # a new stage: fresh optimizer and lr warm-up
+            ax.axvline(start, color="grey", linestyle=":", linewidth=1)
     left.legend(frameon=False)
     sns.despine(fig)
     fig.tight_layout()

@@ -86,5 +86,5 @@ def stale_warning(results: list[dict]) -> str:
     stale = [r["config_hash"] for r in results if r.get("stale")]
     if not stale:
         return f"All {len(results)} results shown were computed by the current library code."
-    return (f"WARNING: {len(stale)} result(s) were computed by library code that has changed since "
+    return (f"WARNING: {len(stale)} result(s) were computed by library code or from model weights that have changed since "
             f"({', '.join(stale)}); rerun with force=True to refresh them.")

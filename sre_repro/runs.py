@@ -1,13 +1,14 @@
 """The results store and run cache.
 
 A run is identified by the hash of its resolved config (the file name) and records the hash of the library
-source that can change its numbers (`code_hash`). A lookup hits when both match; a result computed by code
-that has since changed is "stale": the book may show it (flagged) instead of retraining, `--force`
+source that can change its numbers (`code_hash`) and, for a local model, a hash of its weights. A lookup hits
+when all match; a result computed by code or from weights that have since changed is "stale": the book may show it (flagged) instead of retraining, `--force`
 recomputes. Writes are atomic (temp file + rename), so an interrupted write never leaves a half file, and a
 file that does not parse is treated as missing and recomputed.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -18,6 +19,7 @@ import time
 from pathlib import Path
 
 from .encoder import REPO_ROOT
+from .errors import SreError
 
 PACKAGE = Path(__file__).resolve().parent
 # Source that can change a run's numbers (not prose, plots or the CLI). Evaluation-only runs ("eval") use
@@ -67,6 +69,43 @@ def write_json_atomic(path: Path, data) -> None:
             os.unlink(tmp)
 
 
+@functools.lru_cache(maxsize=16)
+def _weights_hash(files: tuple[tuple[str, int, int], ...]) -> str:
+    h = hashlib.sha256()
+    for name, _, _ in files:
+        with open(name, "rb") as f:
+            while chunk := f.read(1 << 22):
+                h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def model_fingerprint(model_name: str | None) -> str | None:
+    """Hash of the weight files of a local model (an alias such as sre-bert, or a folder), so a run from
+    a model whose weights were since replaced (a re-pretrained sre-bert) counts as stale. None for hub
+    names and built-in models, whose weights do not change under one name."""
+    from .encoder import resolve_model_path
+
+    if not model_name or model_name in ("glove", "tiny-random"):
+        return None
+    try:
+        folder = Path(resolve_model_path(model_name))
+    except SreError:
+        return None
+    files = sorted([*folder.glob("*.safetensors"), *folder.glob("*.bin")]) if folder.is_dir() else []
+    if not files:
+        return None
+    return _weights_hash(tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files))
+
+
+def is_stale(kind: str, record: dict) -> bool:
+    """Computed by library code that has since changed, or from model weights that have since changed
+    (records from before fingerprints were kept are judged on code alone)."""
+    if record.get("code_hash") != code_hash(kind):
+        return True
+    recorded = record.get("model_fingerprint")
+    return recorded is not None and recorded != model_fingerprint(record.get("config", {}).get("model_name"))
+
+
 def read(kind: str, cfg: dict, root=None) -> dict | None:
     """The stored result for this config, or None if absent or unreadable. Sets result['stale']."""
     path = run_path(kind, cfg, root)
@@ -76,7 +115,7 @@ def read(kind: str, cfg: dict, root=None) -> dict | None:
             return None
     except (OSError, ValueError):
         return None
-    result["stale"] = result.get("code_hash") != code_hash(kind)
+    result["stale"] = is_stale(kind, result)
     return result
 
 
@@ -109,7 +148,8 @@ def provenance() -> dict:
 
 def save(kind: str, cfg: dict, result: dict, root=None) -> dict:
     record = {**result, "kind": kind, "config": cfg, "config_hash": config_hash(cfg),
-              "code_hash": code_hash(kind), **provenance()}
+              "code_hash": code_hash(kind), "model_fingerprint": model_fingerprint(cfg.get("model_name")),
+              **provenance()}
     record.pop("stale", None)
     write_json_atomic(run_path(kind, cfg, root), record)
     # hand back what a later read returns (tuples become lists), so a fresh run equals its cached self
@@ -124,6 +164,6 @@ def all_results(kind: str, root=None) -> list[dict]:
             r = json.loads(path.read_text())
         except ValueError:
             continue
-        r["stale"] = r.get("code_hash") != code_hash(kind)
+        r["stale"] = is_stale(kind, r)
         out.append(r)
     return out

@@ -75,8 +75,13 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
     work.mkdir(parents=True, exist_ok=True)
     last_ckpt, best_ckpt = work / "last.pt", work / "best.pt"
     state = {"step": 0, "curve": [], "best": -math.inf, "best_step": 0, "train_seconds": 0.0}
-    if last_ckpt.exists() and not force:
-        ckpt = torch.load(last_ckpt, weights_only=False)
+    # a checkpoint resumes only the computation that made it: same code, same starting weights
+    origin = {"code_hash": runs.code_hash(kind), "model_fingerprint": runs.model_fingerprint(cfg["model_name"])}
+    ckpt = torch.load(last_ckpt, weights_only=False) if last_ckpt.exists() and not force else None
+    if ckpt is not None and ckpt.get("origin") != origin:
+        print(f"{kind}: checkpoint {last_ckpt} was made by other code or weights; starting afresh")
+        ckpt = None
+    if ckpt is not None:
         method.load_state_dict(ckpt["method"])
         optimizer.load_state_dict(ckpt["optimizer"])
         schedule.load_state_dict(ckpt["schedule"])
@@ -127,7 +132,7 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
             tick = time.time()
             _save_torch_atomic({"method": method.state_dict(), "optimizer": optimizer.state_dict(),
                                 "schedule": schedule.state_dict(), "torch_rng": torch.get_rng_state(),
-                                "state": state}, last_ckpt)
+                                "state": state, "origin": origin}, last_ckpt)
         if interrupt_at_step is not None and step == interrupt_at_step:
             raise Interrupted(f"interrupted at step {step}")
     bar.close()

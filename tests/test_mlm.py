@@ -109,3 +109,22 @@ def test_the_committed_stand_in_is_a_raw_bert_on_bert_base_vocabulary():
     assert log["config"]["method"] == "mlm" and log["final"]["heldout"]["mlm_accuracy"] > 10  # chance is 1/30,522
     card = (path / "README.md").read_text()
     assert "python -m sre_repro pretrain" in card and f"{log['final']['heldout']['mlm_accuracy']:.2f}%" in card
+
+
+def test_a_second_stage_continues_the_model_and_the_log_keeps_both(tmp_path, monkeypatch, data_dir):
+    from sre_repro import book
+    from sre_repro.cli import main
+
+    monkeypatch.setenv("SRE_REPRO_RESULTS", str(tmp_path / "r"))
+    monkeypatch.setenv("SRE_REPRO_WORK", str(tmp_path / "w"))
+    model = tmp_path / "m"
+    first = ["pretrain", "--data-dir", str(data_dir), "--set", "scale=smoke", "--set", f"output_dir={model}"]
+    second = [*first, "--set", f"init={model}", "--set", "max_steps=10", "--set", "eval_steps=5"]
+    assert main(first) == 0 and main(second) == 0
+    assert main(second) == 0  # served from the cache: must not count itself as an earlier stage
+    log = book.stand_in_log(model)
+    assert [s["config"]["init"] for s in log["stages"]] == ["scratch", str(model)]
+    assert [(p["stage"], p["step"]) for p in log["curve"]] == [(1, 10), (1, 20), (2, 25), (2, 30)]
+    assert log["train_seconds"] == pytest.approx(sum(s["train_seconds"] for s in log["stages"]))
+    card = (model / "README.md").read_text()
+    assert "## Pretraining stages" in card and card.count("--force") == 2

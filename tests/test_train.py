@@ -140,3 +140,27 @@ def test_committed_smoke_run_reproduces_its_stored_numbers(tmp_path):
     assert not stored["stale"], "library code changed since results/ was computed: refresh the results"
     fresh = train(SMOKE, results_root=tmp_path / "r", work_root=tmp_path / "w")
     assert _numbers(fresh) == _numbers(stored)
+
+
+def test_a_run_from_replaced_weights_is_stale(tmp_path):
+    from safetensors.torch import save_file
+    model = tmp_path / "plm"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    save_file({"w": torch.zeros(3)}, model / "model.safetensors")
+    cfg = {"model_name": str(model), "pooler": "avg"}
+    runs.save("eval", cfg, {"metrics": {}}, tmp_path / "r")
+    assert runs.read("eval", cfg, tmp_path / "r")["stale"] is False
+    save_file({"w": torch.ones(3)}, model / "model.safetensors")  # the model is re-pretrained in place
+    assert runs.read("eval", cfg, tmp_path / "r")["stale"] is True
+    assert runs.lookup("eval", cfg, tmp_path / "r") is None
+
+
+def test_a_checkpoint_from_other_code_is_not_resumed(tmp_path, monkeypatch, capsys):
+    kwargs = dict(results_root=tmp_path / "r", work_root=tmp_path / "w")
+    with pytest.raises(Interrupted):
+        train({**SMOKE, "checkpoint_steps": 2}, interrupt_at_step=4, **kwargs)
+    monkeypatch.setattr(runs, "code_hash", lambda kind: "changed")
+    result = train({**SMOKE, "checkpoint_steps": 2}, **kwargs)
+    assert "made by other code or weights; starting afresh" in capsys.readouterr().out
+    assert [p["step"] for p in result["dev_curve"]] == [3, 6] and result["code_hash"] == "changed"

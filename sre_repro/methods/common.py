@@ -157,6 +157,35 @@ def validate_simcse_pooler(cfg: dict, test_poolers_for_cls=("cls", "cls_mlp")) -
                        f"{' or '.join(allowed)}: set eval_pooler={allowed[0]}")
 
 
+class DropoutViews(Method):
+    """SimCSE's scaffolding, shared by the methods built on it (SimCSE, IFM, BYOP): each sentence twice in
+    one forward of 2*bs rows, dropout the only noise; `pooler` is SimCSE's --pooler_type (cls trains through
+    the MLP). The cpu edition trains and tests with avg: its stand-in PLM has no trained [CLS]."""
+    SCALE_PRESETS = {"cpu": dict(pooler="avg", eval_pooler="avg"), "paper": dict(pooler="cls", eval_pooler="cls")}
+
+    def __init__(self, cfg, encoder):
+        super().__init__(cfg, encoder)
+        self.train_pooler = simcse_pooler(self)
+
+    @classmethod
+    def validate(cls, cfg):
+        require_positive(cfg, "temperature")
+        validate_simcse_pooler(cfg)
+
+    def collate(self, sentences):
+        return self.encoder.tokenize(list(sentences) * 2, self.cfg["max_len"])
+
+    def views(self, batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """The two dropout views' sentence embeddings (z, z')."""
+        z1, z2 = self.encoder.embed(batch, pooler=self.train_pooler).chunk(2)
+        return z1, z2
+
+
+def require_choice(cfg: dict, key: str, allowed) -> None:
+    if cfg[key] not in allowed:
+        raise SreError(f"unknown {key} {cfg[key]!r}: choose from {', '.join(map(str, allowed))}")
+
+
 def require_positive(cfg: dict, *keys: str) -> None:
     for key in keys:
         if cfg[key] <= 0:
@@ -189,3 +218,37 @@ def info_nce(z1: torch.Tensor, z2: torch.Tensor, temperature: float, extra_negat
     if extra_negatives is not None:
         logits = torch.cat([logits, cosine_matrix(z1, extra_negatives)], dim=1)
     return F.cross_entropy(logits / temperature, torch.arange(len(z1), device=z1.device))
+
+
+# Margin perturbations of the cosine matrix (IFM, BYOP): p = the positives (diagonal), n = the in-batch
+# negatives (off the diagonal), + adds the margin, - subtracts it, before dividing by tau.
+PERTURBATIONS = ["p+", "p-", "n+", "n-", "p+n+", "p+n-", "p-n+", "p-n-"]
+
+
+def perturbed_cosines(cos: torch.Tensor, perturbation: str, margin) -> torch.Tensor:
+    """`cos` (n x n, positives on the diagonal) with `margin` added or subtracted as `perturbation` says.
+    `margin` is a number or a tensor that broadcasts against `cos` (n x 1: one margin per anchor row)."""
+    if perturbation not in PERTURBATIONS:
+        raise SreError(f"unknown perturbation {perturbation!r}: choose from {', '.join(PERTURBATIONS)}")
+    positive = torch.eye(len(cos), dtype=cos.dtype, device=cos.device)
+    signs = dict(zip(perturbation[::2], perturbation[1::2]))  # "p-n+" -> {"p": "-", "n": "+"}
+    shift = sum((1.0 if sign == "+" else -1.0) * (positive if part == "p" else 1 - positive)
+                for part, sign in signs.items())
+    return cos + shift * margin
+
+
+def margin_info_nce(z1: torch.Tensor, z2: torch.Tensor, temperature: float, perturbation: str, margin,
+                    loss_mode: str, alpha: float = 1.0) -> dict[str, torch.Tensor]:
+    """SimCSE's InfoNCE on perturbed cosines. loss_mode "single": the perturbed loss only; "multi-task":
+    (plain + alpha * perturbed) / (1 + alpha), IFM's weighting (alpha = 1 is the papers' 1/2 (l + l_IFM)).
+    `margin` may be a callable of the (detached-or-not) cosine matrix, for margins that depend on it."""
+    cos = cosine_matrix(z1, z2)
+    labels = torch.arange(len(z1), device=z1.device)
+    margin = margin(cos) if callable(margin) else margin
+    perturbed = F.cross_entropy(perturbed_cosines(cos, perturbation, margin) / temperature, labels)
+    if loss_mode == "single":
+        return {"loss": perturbed}
+    if loss_mode != "multi-task":
+        raise SreError(f"unknown loss_mode {loss_mode!r}: choose single or multi-task")
+    plain = F.cross_entropy(cos / temperature, labels)
+    return {"loss": (plain + alpha * perturbed) / (1 + alpha), "loss_plain": plain, "loss_perturbed": perturbed}

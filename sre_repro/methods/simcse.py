@@ -7,13 +7,14 @@ one-directional loss over the bs x bs cosine matrix. SimCSE's `--mlp_only_train`
 `eval_pooler=cls`; `eval_pooler=cls_mlp` keeps the trained MLP at test. `pooler` is SimCSE's
 `--pooler_type`: the average poolers train and test without the MLP. The `cpu` edition uses `avg`: its
 stand-in PLM has no next-sentence objective, so its last-layer [CLS] state was never trained (measured:
-SimCSE with [CLS] from it scores below its raw average pooling at this budget). Related: simcse_sup.
+SimCSE with [CLS] from it scores below its raw average pooling at this budget). The scaffolding is
+common.DropoutViews, shared with IFM and BYOP. Related: simcse_sup.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import Method, info_nce, require_positive, simcse_pooler, validate_simcse_pooler
+from .common import DropoutViews, info_nce
 
 
 @dataclass
@@ -22,25 +23,11 @@ class Params:
     pooler: str = "cls"             # SimCSE's pooler_type: cls (+MLP in training) | avg | avg_first_last | avg_top2
 
 
-class SimCSE(Method):
+class SimCSE(DropoutViews):
     Params = Params
-    SCALE_PRESETS = {"cpu": dict(pooler="avg", eval_pooler="avg"), "paper": dict(pooler="cls", eval_pooler="cls")}
-
-    def __init__(self, cfg, encoder):
-        super().__init__(cfg, encoder)
-        self.train_pooler = simcse_pooler(self)
-
-    @classmethod
-    def validate(cls, cfg):
-        require_positive(cfg, "temperature")
-        validate_simcse_pooler(cfg)
-
-    def collate(self, sentences):
-        return self.encoder.tokenize(list(sentences) * 2, self.cfg["max_len"])
 
     def loss(self, batch):
-        z = self.encoder.embed(batch, pooler=self.train_pooler)
-        z1, z2 = z.chunk(2)
+        z1, z2 = self.views(batch)
         return {"loss": info_nce(z1, z2, self.cfg["temperature"])}
 
 

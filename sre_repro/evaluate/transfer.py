@@ -1,0 +1,113 @@
+"""SentEval's seven transfer tasks with SentEval's protocol, on scikit-learn (SentEval's `usepytorch=False`
+path: LogisticRegression, C in 2^-2 .. 2^3, chosen on validation data; seed 1111).
+
+- MR, CR, SUBJ, MPQA: no split given. Outer stratified k-fold (k = 10); inside each outer training part an
+  inner stratified k-fold picks C; refit on the outer training part; mean outer test accuracy
+  (SentEval's InnerKFoldClassifier).
+- SST-2: C picked on the dev split, test accuracy (SplitClassifier).
+- TREC (6 coarse classes), MRPC: C picked by stratified k-fold on train, refit on train, test accuracy
+  (KFoldClassifier). MRPC's features are SentEval's [|u - v|, u * v]; `mrpc_features="full"` gives
+  [u, v, |u - v|, u * v] instead.
+Files are read as SentEval reads them (latin-1 where it does; whitespace-split, re-joined; the empty lines
+of CR and MPQA kept as "." so the counts are SentEval's 3,775 and 10,606).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..data.paths import data_file
+from ..errors import SreError
+
+ROOT = "senteval/downstream"
+TRANSFER_TASKS = ["MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC"]
+BINARY_FILES = {"MR": ("MR/rt-polarity.pos", "MR/rt-polarity.neg"), "CR": ("CR/custrev.pos", "CR/custrev.neg"),
+                "SUBJ": ("SUBJ/subj.objective", "SUBJ/subj.subjective"), "MPQA": ("MPQA/mpqa.pos", "MPQA/mpqa.neg")}
+REGULARISATION = [2.0 ** t for t in range(-2, 4)]  # SentEval's grid of C for scikit-learn
+SEED = 1111
+
+
+def _lines(rel: str, data_dir=None, encoding: str = "latin-1", keep_empty: bool = False) -> list[str]:
+    with open(data_file(f"{ROOT}/{rel}", data_dir), encoding=encoding) as f:
+        return [line for line in f.read().splitlines() if keep_empty or line.strip()]
+
+
+def _join(text: str) -> str:
+    return " ".join(text.split()) or "."  # SentEval's batcher encodes an empty sentence as "."
+
+
+def load_task(task: str, data_dir=None) -> dict:
+    """{split: (sentences or (sentences_a, sentences_b), labels)}; split "all" for the k-fold tasks."""
+    if task in BINARY_FILES:
+        first, second = (_lines(rel, data_dir, keep_empty=True) for rel in BINARY_FILES[task])  # as SentEval
+        return {"all": ([_join(s) for s in first + second], np.array([1] * len(first) + [0] * len(second)))}
+    if task == "SST2":
+        out = {}
+        for split, name in (("train", "train"), ("dev", "dev"), ("test", "test")):
+            rows = [line.rsplit("\t", 1) for line in _lines(f"SST/binary/sentiment-{name}", data_dir, "utf-8")]
+            out[split] = ([_join(s) for s, _ in rows], np.array([int(y) for _, y in rows]))
+        return out
+    if task == "TREC":
+        out = {}
+        for split, name in (("train", "train_5500.label"), ("test", "TREC_10.label")):
+            rows = [line.split(" ", 1) for line in _lines(f"TREC/{name}", data_dir)]
+            out[split] = ([_join(s) for _, s in rows], [label.split(":")[0] for label, _ in rows])
+        classes = sorted(set(out["train"][1]))
+        return {split: (s, np.array([classes.index(y) for y in labels])) for split, (s, labels) in out.items()}
+    if task == "MRPC":
+        out = {}
+        for split in ("train", "test"):
+            rows = [line.split("\t") for line in _lines(f"MRPC/msr_paraphrase_{split}.txt", data_dir, "utf-8-sig")[1:]]
+            out[split] = (([_join(r[3]) for r in rows], [_join(r[4]) for r in rows]), np.array([int(r[0]) for r in rows]))
+        return out
+    raise SreError(f"unknown transfer task {task!r}: choose from {', '.join(TRANSFER_TASKS)}")
+
+
+def _search(kfold: int):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+
+    return GridSearchCV(LogisticRegression(random_state=SEED, max_iter=1000), {"C": REGULARISATION},
+                        cv=StratifiedKFold(kfold, shuffle=True, random_state=SEED), n_jobs=1)
+
+
+def classify(task_data: dict, features, kfold: int = 10) -> dict:
+    """Accuracy x 100 of SentEval's protocol for one task, given `features(sentences) -> array`."""
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    if "all" in task_data:
+        sentences, y = task_data["all"]
+        scores = cross_val_score(_search(kfold), features(sentences), y,
+                                 cv=StratifiedKFold(kfold, shuffle=True, random_state=SEED))
+        return {"acc": 100 * float(np.mean(scores)), "n": len(y)}
+    (train_s, train_y), (test_s, test_y) = task_data["train"], task_data["test"]
+    x_train, x_test = features(train_s), features(test_s)
+    if "dev" in task_data:  # SST-2: choose C on dev
+        from sklearn.linear_model import LogisticRegression
+        dev_s, dev_y = task_data["dev"]
+        x_dev = features(dev_s)
+        dev_acc = [LogisticRegression(C=c, random_state=SEED, max_iter=1000).fit(x_train, train_y).score(x_dev, dev_y)
+                   for c in REGULARISATION]
+        best = REGULARISATION[int(np.argmax(dev_acc))]
+        model = LogisticRegression(C=best, random_state=SEED, max_iter=1000).fit(x_train, train_y)
+        return {"acc": 100 * model.score(x_test, test_y), "dev_acc": 100 * max(dev_acc), "C": best, "n": len(test_y)}
+    search = _search(kfold).fit(x_train, train_y)
+    return {"acc": 100 * search.score(x_test, test_y), "C": search.best_params_["C"], "n": len(test_y)}
+
+
+def evaluate_transfer(encode, tasks=None, data_dir=None, kfold: int = 10, mrpc_features: str = "senteval") -> dict:
+    """{task: {"acc", ...}, "avg": mean accuracy} for `encode(list[str]) -> np.ndarray` embeddings."""
+    if mrpc_features not in ("senteval", "full"):
+        raise SreError(f"unknown mrpc_features {mrpc_features!r}: choose senteval or full")
+    out = {}
+    for task in tasks or TRANSFER_TASKS:
+        data = load_task(task, data_dir)
+        if task == "MRPC":
+            def features(pair):
+                u, v = encode(pair[0]), encode(pair[1])
+                parts = [np.abs(u - v), u * v] if mrpc_features == "senteval" else [u, v, np.abs(u - v), u * v]
+                return np.concatenate(parts, axis=1)
+        else:
+            features = encode
+        out[task] = classify(data, features, kfold)
+    out["avg"] = float(np.mean([out[t]["acc"] for t in tasks or TRANSFER_TASKS]))
+    return out

@@ -1,0 +1,116 @@
+"""IFM and BYOP losses against hand computations of the BYOP paper's Eq. 3 on a 3 x 3 cosine matrix."""
+import math
+
+import pytest
+import torch
+
+from sre_repro.config import resolve
+from sre_repro.errors import SreError
+from sre_repro.methods.byop import dynamic_margin
+from sre_repro.methods.common import margin_info_nce, perturbed_cosines
+
+# z1 = the unit vectors, z2 = unit rows, so cos(z1_i, z2_j) = Z2[j][i]
+Z1 = torch.eye(3)
+Z2 = torch.tensor([[0.8, 0.6, 0.0], [0.0, 1.0, 0.0], [0.6, 0.0, 0.8]])
+COS = [[0.8, 0.0, 0.6], [0.6, 1.0, 0.0], [0.0, 0.0, 0.8]]
+TAU = 0.5
+
+
+def eq3(pos_shift, neg_shift):
+    """Mean over anchors of -log e^{(c_ii + pos_i)/tau} / (e^{(c_ii + pos_i)/tau} + sum_j!=i e^{(c_ij + neg_ij)/tau})."""
+    total = 0.0
+    for i in range(3):
+        positive = math.exp((COS[i][i] + pos_shift(i)) / TAU)
+        negatives = sum(math.exp((COS[i][j] + neg_shift(i, j)) / TAU) for j in range(3) if j != i)
+        total += -math.log(positive / (positive + negatives))
+    return total / 3
+
+
+def test_the_cosine_matrix_is_the_hand_one():
+    assert torch.allclose(perturbed_cosines(torch.tensor(COS), "p+", 0.0), torch.tensor(COS))
+    assert torch.allclose(perturbed_cosines(torch.tensor(COS), "p-n+", 0.1),
+                          torch.tensor([[0.7, 0.1, 0.7], [0.7, 0.9, 0.1], [0.1, 0.1, 0.7]]))
+
+
+def test_ifm_multi_task_loss_is_eq3():
+    m = 0.1
+    plain, ifm = eq3(lambda i: 0, lambda i, j: 0), eq3(lambda i: -m, lambda i, j: m)
+    terms = margin_info_nce(Z1, Z2, TAU, "p-n+", m, "multi-task")
+    assert terms["loss_plain"].item() == pytest.approx(plain, abs=1e-6)
+    assert terms["loss_perturbed"].item() == pytest.approx(ifm, abs=1e-6)
+    assert terms["loss"].item() == pytest.approx(0.5 * (plain + ifm), abs=1e-6)
+    weighted = margin_info_nce(Z1, Z2, TAU, "p-n+", m, "multi-task", alpha=3.0)["loss"].item()
+    assert weighted == pytest.approx((plain + 3 * ifm) / 4, abs=1e-6)  # the IFM code's (L + a L_adv)/(1 + a)
+
+
+def test_ifm_makes_the_task_harder_and_byop_easier():
+    m = 0.05
+    plain = margin_info_nce(Z1, Z2, TAU, "p+", 0.0, "single")["loss"].item()
+    ifm = margin_info_nce(Z1, Z2, TAU, "p-n+", m, "single")["loss"].item()
+    byop = margin_info_nce(Z1, Z2, TAU, "p+n-", m, "single")["loss"].item()
+    assert byop < plain < ifm
+    assert byop == pytest.approx(eq3(lambda i: m, lambda i, j: -m), abs=1e-6)
+
+
+def test_shift_invariance_n_minus_is_p_plus_and_p_minus_n_plus_is_twice_p_minus():
+    m = 0.07
+    n_minus = margin_info_nce(Z1, Z2, TAU, "n-", m, "single")["loss"]
+    assert torch.allclose(n_minus, margin_info_nce(Z1, Z2, TAU, "p+", m, "single")["loss"])
+    assert torch.allclose(margin_info_nce(Z1, Z2, TAU, "p-n+", m, "single")["loss"],
+                          margin_info_nce(Z1, Z2, TAU, "p-", 2 * m, "single")["loss"])
+
+
+def test_byopd_margin_is_the_positive_similarity_over_n_minus_1():
+    cos = torch.tensor(COS, requires_grad=True)
+    anchor, column = dynamic_margin(cos, "anchor"), dynamic_margin(cos, "column")
+    assert not anchor.requires_grad  # detached, as in the official code
+    assert torch.allclose(anchor.flatten(), torch.tensor([0.4, 0.5, 0.4]))  # (0.8, 1.0, 0.8) / (3 - 1)
+    # n-: the paper gives row i the margin of anchor i; the official code gives column j the margin m_j
+    paper = eq3(lambda i: 0, lambda i, j: -COS[i][i] / 2)
+    code = eq3(lambda i: 0, lambda i, j: -COS[j][j] / 2)
+    assert margin_info_nce(Z1, Z2, TAU, "n-", lambda c: dynamic_margin(c, "anchor"), "single")["loss"].item() == pytest.approx(paper, abs=1e-6)
+    assert margin_info_nce(Z1, Z2, TAU, "n-", lambda c: dynamic_margin(c, "column"), "single")["loss"].item() == pytest.approx(code, abs=1e-6)
+    assert paper != pytest.approx(code)
+
+
+def test_bad_settings_are_named():
+    with pytest.raises(SreError, match="unknown perturbation 'p\\*'"):
+        resolve(overrides={"method": "byop", "perturbation": "p*"})
+    with pytest.raises(SreError, match="unknown loss_mode 'both'"):
+        resolve(overrides={"method": "ifm", "loss_mode": "both"})
+    with pytest.raises(SreError, match="margin must be >= 0"):
+        resolve(overrides={"method": "byop", "margin": -0.1})
+    assert resolve(overrides={"method": "byop", "scale": "cpu"})["pooler"] == "avg"
+
+
+def test_transcribed_tables_are_consistent():
+    from sre_repro.papers import byop as paper
+    for table in (paper.TABLE7, paper.TABLE10):
+        for plm, rows in table.items():
+            for name, row in rows.items():
+                assert sum(row[:7]) / 7 == pytest.approx(row[7], abs=0.02), (plm, name)
+    # Table 8/9's first rows are Table 7's BYOPD / BYOPD-M averages
+    for plm in paper.PLMS:
+        assert paper.TABLE8_SINGLE[plm]["BYOPD"] == paper.TABLE7[plm]["SimCSE +BYOPD"][7]
+        assert paper.TABLE9_MULTI[plm]["BYOPD-M"] == paper.TABLE7[plm]["SimCSE +BYOPD-M"][7]
+
+
+def test_methods_wire_their_settings_into_the_loss():
+    from sre_repro.encoder import load_encoder
+    from sre_repro.methods import get_method
+
+    def build(name, **overrides):
+        cfg = resolve(overrides={"method": name, "scale": "smoke", **overrides})
+        method = get_method(name)(cfg, load_encoder(cfg["model_name"], cfg["eval_pooler"], device="cpu"))
+        return method.eval()  # no dropout: the two views are equal, so the loss is a function of z alone
+
+    sentences = ["a cat sat on the mat", "dogs bark at night", "the sun is hot", "rain again today"]
+    byop = build("byop", margin_type="dynamic", perturbation="p+n-", loss_mode="multi-task", multitask_alpha=2.0)
+    batch = byop.collate(sentences)
+    z1, z2 = byop.encoder.embed(batch, pooler=byop.train_pooler).chunk(2)
+    expected = margin_info_nce(z1, z2, 0.05, "p+n-", lambda c: dynamic_margin(c, "anchor"), "multi-task", 2.0)
+    terms = byop.loss(batch)
+    assert torch.allclose(terms["loss"], expected["loss"]) and terms["loss"].requires_grad
+    ifm = build("ifm", margin=0.1)
+    z1, z2 = ifm.encoder.embed(batch, pooler=ifm.train_pooler).chunk(2)
+    assert torch.allclose(ifm.loss(batch)["loss"], margin_info_nce(z1, z2, 0.05, "p-n+", 0.1, "multi-task")["loss"])

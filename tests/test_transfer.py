@@ -1,0 +1,55 @@
+"""SentEval transfer tasks: loaders against SentEval's counts (BYOP's Table 5), the protocol against a
+direct scikit-learn nested cross-validation."""
+import numpy as np
+import pytest
+from sklearn.feature_extraction.text import HashingVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold
+
+from sre_repro.errors import SreError
+from sre_repro.evaluate.transfer import REGULARISATION, classify, evaluate_transfer, load_task
+
+COUNTS = {"MR": {"all": 10662}, "CR": {"all": 3775}, "SUBJ": {"all": 10000}, "MPQA": {"all": 10606},
+          "SST2": {"train": 67349, "dev": 872, "test": 1821}, "TREC": {"train": 5452, "test": 500},
+          "MRPC": {"train": 4076, "test": 1725}}
+
+
+def hashed(sentences, n_features=64):
+    return HashingVectorizer(n_features=n_features, alternate_sign=False).transform(sentences).toarray()
+
+
+@pytest.mark.parametrize("task", sorted(COUNTS))
+def test_loaders_give_senteval_s_counts(task, data_dir):
+    data = load_task(task, data_dir)
+    assert {split: len(labels) for split, (_, labels) in data.items()} == COUNTS[task]
+    assert set(np.unique(data[next(iter(data))][1])) == set(range(6 if task == "TREC" else 2))
+
+
+def test_kfold_protocol_equals_a_direct_nested_cross_validation(data_dir):
+    sentences, labels = load_task("MR", data_dir)["all"]
+    pick = np.r_[0:300, 5331:5631]  # 300 positive, 300 negative reviews
+    sentences, labels = [sentences[i] for i in pick], labels[pick]
+    features = lambda s: hashed(s, 2048)  # noqa: E731
+    ours = classify({"all": (sentences, labels)}, features, kfold=3)["acc"]
+
+    x, outer_scores = features(sentences), []
+    for train, test in StratifiedKFold(3, shuffle=True, random_state=1111).split(x, labels):
+        inner = StratifiedKFold(3, shuffle=True, random_state=1111)
+        mean_acc = [np.mean([LogisticRegression(C=c, random_state=1111, max_iter=1000)
+                             .fit(x[train][a], labels[train][a]).score(x[train][b], labels[train][b])
+                             for a, b in inner.split(x[train], labels[train])]) for c in REGULARISATION]
+        best = REGULARISATION[int(np.argmax(mean_acc))]
+        model = LogisticRegression(C=best, random_state=1111, max_iter=1000).fit(x[train], labels[train])
+        outer_scores.append(model.score(x[test], labels[test]))
+    assert ours == pytest.approx(100 * np.mean(outer_scores), abs=1e-9)
+    assert 55 < ours < 90  # hashed words carry sentiment: above chance, below a real encoder
+
+
+def test_mrpc_features_and_bad_names(data_dir):
+    seen = []
+    out = evaluate_transfer(lambda s: seen.append(len(s)) or hashed(s)[:, :8], tasks=["MRPC"], data_dir=data_dir, kfold=2)
+    assert seen == [4076, 4076, 1725, 1725] and out["avg"] == out["MRPC"]["acc"]
+    with pytest.raises(SreError, match="unknown transfer task 'SST'"):
+        load_task("SST", data_dir)
+    with pytest.raises(SreError, match="unknown mrpc_features"):
+        evaluate_transfer(hashed, tasks=["MRPC"], mrpc_features="uv")
