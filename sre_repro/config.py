@@ -127,14 +127,12 @@ def resolve(method: str | None = None, overrides: dict | None = None) -> dict:
 
 
 def validate(cfg: dict, method_cls) -> None:
-    def choice(key, options):
-        if cfg[key] not in options:
-            raise SreError(f"unknown {key} {cfg[key]!r}: choose from {', '.join(options)}")
+    from .methods.common import require_choice
 
-    choice("precision", PRECISIONS)
-    choice("train_data", TRAIN_DATA)
-    choice("eval_pooler", POOLERS)
-    choice("device", ["auto", "cpu", "cuda"])
+    require_choice(cfg, "precision", PRECISIONS)
+    require_choice(cfg, "train_data", TRAIN_DATA)
+    require_choice(cfg, "eval_pooler", POOLERS)
+    require_choice(cfg, "device", ["auto", "cpu", "cuda"])
     if cfg["max_len"] < 2:
         raise SreError(f"max_len must be at least 2 (room for [CLS] and [SEP]), got {cfg['max_len']}")
     if cfg["batch_size"] < 1 or (method_cls.contrastive and cfg["batch_size"] < 2):
