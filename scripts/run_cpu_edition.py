@@ -1,7 +1,8 @@
 """Compute every run the cpu edition of the book reads (cached: reruns are free). Used by the developers to
 fill results/; `make book` gets the same runs from the cache through the notebooks, which call the same
-`sre_repro.book` functions with the same arguments. Groups: baselines simcse simcse_sup sarcse (default:
-the first three); sarcse runs in the order of its chapter's tables (Table 1, Table 3, Table 2)."""
+`sre_repro.book` functions with the same arguments. Groups: baselines simcse simcse_sup sarcse byop (default:
+the first three); sarcse runs in the order of its chapter's tables (Table 1, Table 3, Table 2, then batch 512 with
+every seed); byop executes its chapter at cpu scale (papermill, into work/executed/), which runs what it shows."""
 import sys
 
 from sre_repro import book
@@ -21,6 +22,12 @@ if "sarcse" in which:
     groups += [("sarcse", seeds[:1], {"theta": theta}) for theta in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)]
     groups += [(method, seeds[:1], book.same_budget("cpu", method, batch))
                for batch in (32, 64, 128, 192, 256, 512) for method in ("simcse", "sarcse")]
+    groups += [(method, seeds, book.same_budget("cpu", method, 512)) for method in ("simcse", "sarcse")]
     for method, seed_list, overrides in groups:
         for r in book.train_seeds(method, "cpu", seed_list, allow_stale=False, **overrides):
             print(method, overrides, r["seed"], r["metrics"]["sts"]["avg"], r["wall_seconds"], flush=True)
+if "byop" in which:
+    import papermill
+
+    papermill.execute_notebook("notebooks/byop.ipynb", "work/executed/byop.ipynb", parameters={"scale": "cpu"},
+                               kernel_name="python3", progress_bar=False, cwd=".")

@@ -30,6 +30,25 @@ BASELINE_POOLERS = ["cls", "avg", "avg_first_last", "avg_first_last_emb", "avg_t
 WHITENING_POOLER = "avg_first_last"
 
 
+# The chapters' grids; smoke keeps one or two points so that CI stays fast (a notebook parameter of []
+# means "the scale's grid").
+GRIDS = {
+    "sarcse_batch_sizes": {"smoke": [4, 8], "default": [32, 64, 128, 192, 256, 512]},
+    "sarcse_thetas": {"smoke": [0.1, 0.5], "default": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6]},
+    "ifm_margins": {"smoke": [0.1], "default": [0.01, 0.05, 0.1]},
+    "byopc_margins": {"smoke": [0.01], "default": [0.01, 0.03, 0.05, 0.07, 0.1]},
+    "byopd_perturbations": {"smoke": ["n-"], "default": ["p-n-", "p+n-", "p+", "p-", "n-"]},
+}
+
+
+def grid(name: str, scale: str, chosen=None) -> list:
+    """A chapter grid: `chosen` when given, else the scale's."""
+    _check_scale(scale)
+    if name not in GRIDS:
+        raise SreError(f"unknown grid {name!r}: choose from {', '.join(GRIDS)}")
+    return list(chosen) if chosen else list(GRIDS[name].get(scale, GRIDS[name]["default"]))
+
+
 def _check_scale(scale: str) -> None:
     if scale not in EDITION:
         raise SreError(f"unknown scale {scale!r}: choose from {', '.join(EDITION)}")
@@ -175,6 +194,113 @@ def importance_rows(run: dict, key: str, label: str, invert: bool = False) -> di
     return rows
 
 
+def batch_gain(larger: list[dict], preset: list[dict]):
+    """Per seed, average STS at a larger batch minus at the preset batch (runs matched by seed)."""
+    import numpy as np
+
+    by_seed = {r["seed"]: r["metrics"]["sts"]["avg"] for r in preset}
+    missing = [r["seed"] for r in larger if r["seed"] not in by_seed]
+    if missing:
+        raise SreError(f"no preset-batch run for seed(s) {missing}: train both batch sizes with the same seeds")
+    return np.array([r["metrics"]["sts"]["avg"] - by_seed[r["seed"]] for r in larger])
+
+
 def best_by_dev(grid: dict, name: str):
     """The setting (key of `grid`: setting -> {run name -> result}) whose run `name` scored best on STS-B dev."""
     return max(grid, key=lambda setting: grid[setting][name]["metrics"]["stsb_dev_best"])
+
+
+def paper_plm(model_name: str) -> str:
+    """The BYOP paper's PLM label whose settings a model uses: its own where it is one of the paper's four,
+    BERT-base for the stand-in and anything else (the paper's smallest BERT)."""
+    from .papers.byop import PLMS
+
+    return next((label for label, hub in PLMS.items() if hub == model_name), "BERT-base")
+
+
+def byop_variants(scale: str, model_name: str = "") -> dict[str, dict]:
+    """Run overrides of BYOP's four variants from the paper's Table 6 row for the PLM: margin type,
+    perturbation, constant margin and loss; at paper scale also its batch size, lr and temperature (the
+    smaller editions keep their own presets)."""
+    from .papers.byop import TABLE6_SETTINGS
+
+    plm = paper_plm(model_name or plms(scale)[0])
+    out = {}
+    for variant, by_plm in TABLE6_SETTINGS.items():
+        batch, lr, tau, margin, perturbation = by_plm[plm]
+        overrides = {"method": "byop", "margin_type": "constant" if variant.startswith("BYOPC") else "dynamic",
+                     "perturbation": perturbation, "loss_mode": "multi-task" if variant.endswith("-M") else "single"}
+        if margin is not None:
+            overrides["margin"] = margin
+        if scale == "paper":
+            overrides.update(batch_size=batch, lr=lr, temperature=tau)
+        out[f"SimCSE +{variant}"] = overrides
+    return out
+
+
+def curves(runs: dict[str, dict], *keys: str) -> pd.DataFrame:
+    """Long table of dev-curve values (one row per run, step and key) for the training-dynamics figures."""
+    rows = [{"run": name, "step": point["step"], "metric": key, "value": point[key]}
+            for name, run in runs.items() for point in run["dev_curve"] for key in keys if key in point]
+    return pd.DataFrame(rows)
+
+
+def perturbation_points(model: str, sentences: list[str], margin: float, pooler: str = "avg", seed: int = 0,
+                        anchor: int = 0) -> pd.DataFrame:
+    """BYOP's Figure 1 in numbers: one batch through the PLM twice with dropout (z, z'), anchor z_i, its
+    positive z'_i and negatives z'_j, and where the margins move them. On unit vectors a logit margin is a
+    move along the anchor: cos(z_i, z'_i - m z_i) = cos(z_i, z'_i) - m (Robinson et al.), so IFM takes the
+    positive to z'_i - m z_i and each negative to z'_j + m z_i; BYOP (p+n-) does the opposite. All points
+    are projected on the first two principal components of the unmoved ones."""
+    import torch
+    from sklearn.decomposition import PCA
+
+    from .encoder import Encoder
+
+    encoder = Encoder(model, pooler=pooler, device="cpu").train()  # dropout on: the two views differ
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        z1, z2 = encoder.embed(encoder.tokenize(list(sentences) * 2), pooler=pooler).chunk(2)
+    z1, z2 = torch.nn.functional.normalize(z1, dim=1), torch.nn.functional.normalize(z2, dim=1)
+    a = z1[anchor]
+    others = [j for j in range(len(sentences)) if j != anchor]
+    base = {"anchor": [a], "positive": [z2[anchor]], "negative": [z2[j] for j in others]}
+    moved = {"IFM positive": (z2[anchor], -1), "BYOP positive": (z2[anchor], 1)}
+    moved.update({f"IFM negative {j}": (z2[j], 1) for j in others})
+    moved.update({f"BYOP negative {j}": (z2[j], -1) for j in others})
+    pca = PCA(n_components=2).fit(torch.stack([v for vs in base.values() for v in vs]).numpy())
+    rows = []
+    for role, vectors in base.items():
+        for xy in pca.transform(torch.stack(vectors).numpy()):
+            rows.append({"role": role, "x": xy[0], "y": xy[1], "from_x": xy[0], "from_y": xy[1]})
+    for role, (start, sign) in moved.items():
+        (fx, fy), (x, y) = pca.transform(torch.stack([start, start + sign * margin * a]).numpy())
+        rows.append({"role": role, "x": x, "y": y, "from_x": fx, "from_y": fy})
+    return pd.DataFrame(rows)
+
+
+# BYOP's Figure 1 batch: the probe pairs every run records, and four more sentences, written for this book
+FIGURE1_SENTENCES = ["A man is driving east on the highway.", "A woman is frying some food in a pan.",
+                     "Two children are playing football in the park.", "The stock market fell sharply today.",
+                     "A cat is sleeping on the sofa.", "The committee approved the new budget.",
+                     "Heavy rain flooded the streets of the town.", "He plays the guitar in a small band."]
+
+
+def total_minutes(*groups) -> float:
+    """Measured minutes behind a chapter: the wall time of every distinct run and evaluation it shows
+    (records nested in lists or dicts; each counted once), i.e. its cost with nothing cached."""
+    seen: dict[str, float] = {}
+
+    def visit(item):
+        if isinstance(item, dict) and "config_hash" in item:
+            seen[f"{item.get('kind')}/{item['config_hash']}"] = item.get("wall_seconds", 0.0)
+        elif isinstance(item, dict):
+            for value in item.values():
+                visit(value)
+        elif isinstance(item, (list, tuple)):
+            for value in item:
+                visit(value)
+
+    for group in groups:
+        visit(group)
+    return sum(seen.values()) / 60

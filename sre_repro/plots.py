@@ -132,3 +132,46 @@ def token_importance(rows: dict[str, list]):
     ax.axis("off")
     fig.tight_layout()
     return fig
+
+
+def geometry_over_training(runs: dict[str, dict], prefix: str = "", title: str = ""):
+    """BYOP's Figures 2-4: uniformity and alignment (two panels) against the training step, one line per
+    run; `prefix` picks the dev-curve keys ("" = STS-B dev, "train_" = the training views)."""
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    palette = sns.color_palette("colorblind", len(runs))
+    for ax, metric in zip(axes, ("uniformity", "alignment")):
+        for color, (name, run) in zip(palette, runs.items()):
+            curve = [p for p in run["dev_curve"] if prefix + metric in p]
+            ax.plot([p["step"] for p in curve], [p[prefix + metric] for p in curve], color=color, marker="o",
+                    markersize=3, label=name)
+        ax.set_xlabel("training step")
+        ax.set_ylabel(f"{metric} (lower is better)")
+    axes[0].legend(frameon=False, fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    sns.despine(fig)
+    fig.tight_layout()
+    return fig
+
+
+def perturbation_picture(points):
+    """BYOP's Figure 1: anchor, positive and in-batch negatives in 2-D (PCA), with where IFM's and BYOP's
+    margins move the positive and the negatives (`points`: book.perturbation_points)."""
+    fig, ax = plt.subplots(figsize=(5.2, 4.4))
+    colors = sns.color_palette("colorblind", 4)
+    style = {"anchor": (colors[0], "*", 160), "positive": (colors[1], "o", 60), "negative": (colors[2], "o", 30)}
+    for role, (color, marker, size) in style.items():
+        chosen = points[points["role"] == role]
+        ax.scatter(chosen["x"], chosen["y"], color=color, marker=marker, s=size, label=role, zorder=3)
+    for shift, color, label in (("IFM", colors[3], "IFM (harder)"), ("BYOP", "black", "BYOP (easier)")):
+        moved = points[points["role"].str.startswith(shift)]
+        for _, row in moved.iterrows():
+            ax.annotate("", xy=(row["x"], row["y"]), xytext=(row["from_x"], row["from_y"]),
+                        arrowprops=dict(arrowstyle="->", color=color, lw=1))
+        ax.plot([], [], color=color, label=label)
+    ax.set_xlabel("PC 1")
+    ax.set_ylabel("PC 2")
+    ax.legend(frameon=False, fontsize=8)
+    sns.despine(fig)
+    fig.tight_layout()
+    return fig

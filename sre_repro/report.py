@@ -68,6 +68,22 @@ def verdict(differences, claim: str, confidence: float = 0.95) -> dict:
             "verdict": word}
 
 
+def variance_verdict(base, variant, claim: str, level: float = 0.05) -> dict:
+    """One-sided F-test that `variant`'s seed variance is below `base`'s (the claim holds when p < level).
+    With three seeds per side the test detects only very large ratios; the verdict says so when it fails."""
+    base, variant = np.asarray(base, dtype=float), np.asarray(variant, dtype=float)
+    if min(len(base), len(variant)) < 2:
+        return {"claim": claim, "std (base)": float("nan"), "std (variant)": float("nan"), "p": float("nan"),
+                "verdict": "not tested (one seed)"}
+    ratio = variant.var(ddof=1) / base.var(ddof=1) if base.var(ddof=1) > 0 else float("inf")
+    p = float(stats.f.cdf(ratio, len(variant) - 1, len(base) - 1))
+    word = ("holds at this scale" if p < level else
+            "reversed at this scale" if p > 1 - level else
+            f"not shown at this scale (F-test p = {p:.2f}; {len(base)} vs {len(variant)} seeds)")
+    return {"claim": claim, "std (base)": round(float(base.std(ddof=1)), 2),
+            "std (variant)": round(float(variant.std(ddof=1)), 2), "p": round(p, 3), "verdict": word}
+
+
 def scale_banner(scale: str, cfg: dict | None = None, seeds=None, extra: str = "") -> str:
     """The line printed above every table: what was run, at which scale."""
     parts = [f"Scale: {scale}"]

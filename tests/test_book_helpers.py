@@ -35,3 +35,51 @@ def test_importance_rows_scale_each_sentence_and_invert_errors():
 def test_best_by_dev_picks_the_setting_with_the_best_dev_score():
     grid = {32: {"A": _run(dev=70.0)}, 64: {"A": _run(dev=72.5)}, 128: {"A": _run(dev=71.0)}}
     assert book.best_by_dev(grid, "A") == 64
+
+
+def test_batch_gain_matches_runs_by_seed():
+    def run(seed, avg):
+        return {"seed": seed, "metrics": {"sts": {"avg": avg}}}
+
+    preset = [run(42, 30.0), run(43, 31.0), run(44, 35.0)]
+    larger = [run(44, 36.5), run(42, 29.0)]  # order differs from the preset runs'
+    assert book.batch_gain(larger, preset).tolist() == [1.5, -1.0]
+    with pytest.raises(book.SreError, match="seed"):
+        book.batch_gain([run(7, 1.0)], preset)
+
+
+def test_grids_follow_the_scale_unless_chosen():
+    assert book.grid("sarcse_batch_sizes", "cpu") == [32, 64, 128, 192, 256, 512]
+    assert book.grid("sarcse_batch_sizes", "smoke") == [4, 8]
+    assert book.grid("ifm_margins", "paper", [0.02]) == [0.02]
+    with pytest.raises(book.SreError, match="unknown grid"):
+        book.grid("margins", "cpu")
+
+
+def test_byop_variants_are_table_6_rows():
+    cpu = book.byop_variants("cpu")  # the stand-in takes BERT-base's row, without its batch size and lr
+    assert cpu["SimCSE +BYOPC"] == {"method": "byop", "margin_type": "constant", "perturbation": "n-",
+                                    "loss_mode": "single", "margin": 0.01}
+    assert cpu["SimCSE +BYOPD-M"] == {"method": "byop", "margin_type": "dynamic", "perturbation": "p+n-",
+                                      "loss_mode": "multi-task"}
+    roberta = book.byop_variants("paper", "roberta-base")["SimCSE +BYOPC-M"]
+    assert (roberta["perturbation"], roberta["margin"], roberta["batch_size"], roberta["lr"]) == ("n-", 0.005, 128, 1e-5)
+
+
+def test_perturbation_points_move_along_the_anchor():
+    points = book.perturbation_points("tiny-random", book.FIGURE1_SENTENCES[:4], margin=0.5)
+    roles = points["role"].tolist()
+    assert roles.count("anchor") == 1 and roles.count("positive") == 1 and roles.count("negative") == 3
+    assert len(points) == 5 + 2 + 6  # IFM and BYOP move the positive and each negative
+    positive = points[points["role"] == "positive"].iloc[0]
+    ifm, byop = (points[points["role"] == f"{m} positive"].iloc[0] for m in ("IFM", "BYOP"))
+    assert (ifm["from_x"], ifm["from_y"]) == pytest.approx((positive["x"], positive["y"]))
+    # opposite moves of the same length: the two ends are symmetric about the positive
+    assert (ifm["x"] + byop["x"]) / 2 == pytest.approx(positive["x"], abs=1e-5)
+    assert (ifm["y"] + byop["y"]) / 2 == pytest.approx(positive["y"], abs=1e-5)
+
+
+def test_total_minutes_counts_each_record_once():
+    a = {"kind": "simcse", "config_hash": "a", "wall_seconds": 60.0}
+    b = {"kind": "sarcse", "config_hash": "a", "wall_seconds": 120.0}  # same hash, other kind: distinct
+    assert book.total_minutes({"x": [a, b]}, [a], {1: {"y": a}}) == pytest.approx(3.0)

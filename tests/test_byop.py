@@ -114,3 +114,25 @@ def test_methods_wire_their_settings_into_the_loss():
     ifm = build("ifm", margin=0.1)
     z1, z2 = ifm.encoder.embed(batch, pooler=ifm.train_pooler).chunk(2)
     assert torch.allclose(ifm.loss(batch)["loss"], margin_info_nce(z1, z2, 0.05, "p-n+", 0.1, "multi-task")["loss"])
+
+
+def test_ifm_tracks_training_view_geometry_without_touching_the_training_randomness(data_dir):
+    from sre_repro.evaluate.geometry import alignment
+    from sre_repro.methods import get_method
+
+    cfg = resolve(overrides={"method": "ifm", "scale": "smoke", "train_geometry_sentences": 20})
+    ifm = get_method("ifm").build(cfg, "cpu", data_dir)
+    ifm.eval()
+    torch.manual_seed(5)
+    first = ifm.training_geometry()
+    after = torch.rand(1)
+    torch.manual_seed(5)
+    assert ifm.training_geometry() == first and torch.equal(torch.rand(1), after)  # same sample, own dropout seed
+    assert not ifm.training  # the mode it was in comes back
+    assert len(ifm._geometry_sample) == 20 and first["train_alignment"] > 0  # dropout views differ
+    batch = ifm.collate(ifm._geometry_sample)
+    ifm.eval()
+    with torch.no_grad():
+        z1, z2 = ifm.views(batch)
+    assert alignment(z1, z2) == pytest.approx(0.0, abs=1e-10)  # without dropout the views coincide
+    assert {"stsb_dev", "alignment", "train_alignment", "train_uniformity"} <= set(ifm.dev_metrics())

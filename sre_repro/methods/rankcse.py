@@ -1,0 +1,130 @@
+"""RankCSE-ListMLE (Liu et al., 2023), the "SOTA" base of BYOP's Table 3, with BYOP on top (single loss).
+
+L = InfoNCE + gamma * ListMLE. With `byop=constant|dynamic` the InfoNCE term is BYOP's perturbed one
+(BYOPC / BYOPD, single loss, as BYOP's section 5 says); ListMLE always ranks the unperturbed logits.
+
+- Student scores: SimCSE's logits cos(z_i, z'_j) / tau over the batch, diagonal included (community code,
+  perceptiveshawty/RankCSE, models.py).
+- Teacher ranking: frozen sentence encoders trained by this book, not the paper's DiffCSE-bert-base-sts and
+  unsup-SimCSE-bert-large (not available offline, and of other PLMs than the edition's). `teachers` lists
+  `method:seed` runs of the same PLM and scale (default: unsupervised SimCSE with seeds 1 and 2, seeds that
+  no student uses); each is trained once through the ordinary training loop and its kept checkpoint is
+  cached (sre_repro/trained.py). Teachers run in eval mode (no
+  dropout) with their test-time pooler; with two, the scores are mixed alpha*T1 + (1-alpha)*T2 (alpha 0.33,
+  community default). Only the teachers' order matters to ListMLE, so their temperature is left out.
+- ListMLE per row: ties broken by a random permutation, columns ordered by the teacher's score, then
+  sum_k [log sum_{l>=k} exp(s_l) - s_k] (Plackett-Luce negative log-likelihood), mean over rows.
+- Left out: the community code's Jensen-Shannon self-distillation term, which clamps after the log and so
+  computes minus the entropy instead (official_code.md, 3.3); Table 3 names the ListMLE variant.
+A teacher's code is not part of this method's code hash: after changing simcse.py, rerun with force=True.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..errors import SreError
+from .common import (PERTURBATIONS, DropoutViews, cosine_matrix, info_nce, margin_info_nce, require_choice,
+                     require_positive)
+
+TEACHER_METHODS = ["simcse", "simcse_sup"]
+
+
+@dataclass
+class Params:
+    temperature: float = 0.05
+    pooler: str = "cls"                 # SimCSE's pooler_type
+    teachers: str = "simcse:1,simcse:2"  # comma-separated method:seed runs of this book (one or two)
+    teacher_alpha: float = 0.33         # weight of the first teacher when there are two
+    gamma: float = 1.0                  # weight of ListMLE
+    byop: str = "none"                  # none | constant (BYOPC) | dynamic (BYOPD), single loss
+    perturbation: str = "n-"            # BYOP's perturbation (common.PERTURBATIONS)
+    margin: float = 0.01                # BYOPC's m
+    dynamic_margin_axis: str = "anchor"  # BYOPD: anchor (paper) | column (official BYOP code)
+
+
+def parse_teachers(spec: str) -> list[tuple[str, int]]:
+    out = []
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        method, _, seed = item.partition(":")
+        if method not in TEACHER_METHODS or not seed.lstrip("-").isdigit():
+            raise SreError(f"teacher {item!r} is not method:seed with method one of {', '.join(TEACHER_METHODS)}: "
+                           "write e.g. teachers=simcse:1,simcse:2")
+        out.append((method, int(seed)))
+    if not 1 <= len(out) <= 2:
+        raise SreError(f"teachers={spec!r} names {len(out)} teachers: give one or two")
+    return out
+
+
+def list_mle(scores: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
+    """Mean over rows of the Plackett-Luce negative log-likelihood of the teacher's order under `scores`."""
+    shuffle = torch.randperm(scores.shape[1], device=scores.device)  # random tie-breaking, as the community code
+    order = teacher[:, shuffle].argsort(dim=1, descending=True, stable=True)
+    ranked = scores[:, shuffle].gather(1, order)
+    ranked = ranked - ranked.max(dim=1, keepdim=True).values
+    tails = torch.logcumsumexp(ranked.flip(1), dim=1).flip(1)  # log sum_{l >= k} exp(s_l)
+    return (tails - ranked).sum(1).mean()
+
+
+def dynamic_margin(cos, axis: str):
+    """BYOPD's margin sim(z_i, z_i') / (N - 1), detached (byop.py's, repeated: methods do not import each other)."""
+    diagonal = cos.diagonal().detach() / (len(cos) - 1)
+    return diagonal[:, None] if axis == "anchor" else diagonal[None, :]
+
+
+def teacher_cfg(cfg: dict, method: str, seed: int) -> dict:
+    keep = ("scale", "model_name", "precision", "device", "train_data")
+    return {"method": method, "seed": seed, **{k: cfg[k] for k in keep}}
+
+
+class RankCSE(DropoutViews):
+    Params = Params
+
+    @classmethod
+    def validate(cls, cfg):
+        super().validate(cfg)
+        require_positive(cfg, "gamma")
+        parse_teachers(cfg["teachers"])
+        if not 0 <= cfg["teacher_alpha"] <= 1:
+            raise SreError(f"teacher_alpha must lie in [0, 1], got {cfg['teacher_alpha']}")
+        require_choice(cfg, "byop", ["none", "constant", "dynamic"])
+        require_choice(cfg, "perturbation", PERTURBATIONS)
+        require_choice(cfg, "dynamic_margin_axis", ["anchor", "column"])
+        if cfg["margin"] < 0:
+            raise SreError(f"margin must be >= 0 (the sign is in the perturbation), got {cfg['margin']}")
+
+    @classmethod
+    def build(cls, cfg, device, data_dir=None):
+        from ..train import seed_everything
+        from ..trained import trained_method
+
+        teachers = [trained_method(teacher_cfg(cfg, m, s), device, data_dir) for m, s in parse_teachers(cfg["teachers"])]
+        seed_everything(cfg["seed"])  # a teacher trained just now must not change the student's random state
+        method = super().build(cfg, device, data_dir)
+        method._teachers = teachers  # a plain list: not parameters, not in the checkpoints
+        return method
+
+    @torch.no_grad()
+    def teacher_scores(self, batch) -> torch.Tensor:
+        first = {k: v[: len(v) // 2] for k, v in batch.items()}  # one copy of each sentence: no dropout anyway
+        scores = [cosine_matrix(e, e) for e in (t.encoder.embed(first, pooler=t.cfg["eval_pooler"]) for t in self._teachers)]
+        if len(scores) == 1:
+            return scores[0]
+        return self.cfg["teacher_alpha"] * scores[0] + (1 - self.cfg["teacher_alpha"]) * scores[1]
+
+    def loss(self, batch):
+        z1, z2 = self.views(batch)
+        tau = self.cfg["temperature"]
+        if self.cfg["byop"] == "none":
+            contrastive = info_nce(z1, z2, tau)
+        else:
+            margin = (self.cfg["margin"] if self.cfg["byop"] == "constant"
+                      else (lambda cos: dynamic_margin(cos, self.cfg["dynamic_margin_axis"])))
+            contrastive = margin_info_nce(z1, z2, tau, self.cfg["perturbation"], margin, "single")["loss"]
+        ranking = list_mle(cosine_matrix(z1, z2) / tau, self.teacher_scores(batch))
+        return {"loss": contrastive + self.cfg["gamma"] * ranking, "loss_contrastive": contrastive,
+                "loss_listmle": ranking}
+
+
+METHOD = RankCSE

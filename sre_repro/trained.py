@@ -1,0 +1,44 @@
+"""Trained models of this book's runs, for what needs the weights and not only a run's record (RankCSE's
+teachers, transfer tasks): a run's kept (best STS-B dev) checkpoint, trained through the ordinary loop on
+first use and cached under work/models/, keyed by the run's config, its method's code and the PLM's weights.
+Training is deterministic on the CPU, so the cached weights are those that produced the run's record."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+
+from . import runs
+from .config import resolve
+
+
+def kept_checkpoint(overrides: dict, data_dir=None) -> Path:
+    """The file of the run's kept weights (training the run once if no current copy exists)."""
+    from .train import train
+
+    cfg = resolve(overrides=overrides)
+    kind = cfg["method"]
+    key = f"{runs.config_hash(cfg)}-{runs.code_hash(kind)}-{runs.model_fingerprint(cfg['model_name']) or 'named'}"
+    saved = runs.work_dir() / "models" / f"{kind}-{key}.pt"
+    if not saved.exists():
+        print(f"training {kind} seed {cfg['seed']} once for its weights (kept in {saved.parent})")
+        with tempfile.TemporaryDirectory() as results:  # only the weights are wanted, not another record
+            train(overrides, data_dir=data_dir, results_root=results)
+        saved.parent.mkdir(parents=True, exist_ok=True)
+        tmp = saved.with_suffix(".tmp")
+        shutil.copyfile(runs.work_dir() / kind / runs.config_hash(cfg) / "best.pt", tmp)
+        tmp.replace(saved)
+    return saved
+
+
+def trained_method(overrides: dict, device: str = "cpu", data_dir=None):
+    """The run's method module (encoder and its heads) with the kept weights, frozen and in eval mode."""
+    from .methods import get_method
+
+    saved = kept_checkpoint(overrides, data_dir)
+    cfg = resolve(overrides=overrides)
+    method = get_method(cfg["method"]).build(cfg, device, data_dir).to(device)
+    method.load_state_dict(torch.load(saved, weights_only=False))
+    return method.eval().requires_grad_(False)

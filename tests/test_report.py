@@ -1,0 +1,28 @@
+"""Verdicts against direct computations: the t-interval of a mean difference and the F-test of variances."""
+import numpy as np
+import pytest
+from scipy import stats
+
+from sre_repro import report
+
+
+def test_verdict_uses_the_t_interval_of_the_mean():
+    diffs = [1.0, 2.0, 4.0]
+    half = stats.t.ppf(0.975, 2) * np.std(diffs, ddof=1) / np.sqrt(3)  # 4.303 * 1.528 / 1.732 = 3.80
+    out = report.verdict(diffs, "claim")
+    assert out["mean difference"] == pytest.approx(2.33, abs=0.005)
+    assert out["95% interval"] == f"[{7 / 3 - half:.2f}, {7 / 3 + half:.2f}]" == "[-1.46, 6.13]"
+    assert out["verdict"].startswith("not shown")
+    assert report.verdict([1.0, 1.1, 0.9], "c")["verdict"] == "holds at this scale"
+    assert report.verdict([-1.0, -1.1, -0.9], "c")["verdict"] == "reversed at this scale"
+    assert report.verdict([3.0], "c")["verdict"] == "not tested (one seed)"
+
+
+def test_variance_verdict_is_a_one_sided_f_test():
+    base, variant = [70.0, 75.0, 80.0], [77.0, 77.1, 76.9]  # variances 25 and 0.01
+    out = report.variance_verdict(base, variant, "lower variance")
+    assert out["p"] == pytest.approx(stats.f.cdf(0.01 / 25, 2, 2), abs=5e-4)
+    assert out["verdict"] == "holds at this scale" and out["std (base)"] == 5.0
+    similar = report.variance_verdict([1.0, 2.0, 3.0], [1.0, 2.5, 3.0], "c")
+    assert similar["verdict"].startswith("not shown") and 0.05 < similar["p"] < 0.95
+    assert report.variance_verdict(variant, base, "c")["verdict"] == "reversed at this scale"
