@@ -304,3 +304,43 @@ def total_minutes(*groups) -> float:
     for group in groups:
         visit(group)
     return sum(seen.values()) / 60
+
+
+# SentEval's transfer protocol per scale: the papers' 10-fold at paper scale; fewer folds on the CPU (the
+# nested search fits 6 C values x k inner folds for each of k outer folds), two small tasks for smoke.
+TRANSFER_PROTOCOL = {"smoke": {"tasks": ["TREC", "MRPC"], "kfold": 2},
+                     "cpu": {"tasks": None, "kfold": 5}, "paper": {"tasks": None, "kfold": 10}}
+
+
+def transfer(source: dict, scale: str, data_dir=None, force: bool = False, tasks=None, kfold: int = 0) -> dict:
+    """Cached SentEval transfer accuracies (BYOP's Table 10) of a PLM as it is (`source` = {"model_name",
+    "pooler"}) or of a training run's kept weights (`source` = the run's overrides, e.g. {"method": "byop",
+    "seed": 42, ...}; trained once if its weights are not kept yet, see trained.py)."""
+    import time
+
+    from . import runs
+    from .config import resolve
+    from .encoder import load_encoder
+    from .evaluate.transfer import TRANSFER_TASKS, evaluate_transfer
+    from .trained import trained_method
+
+    _check_scale(scale)
+    protocol = TRANSFER_PROTOCOL[scale]
+    chosen = list(tasks or protocol["tasks"] or TRANSFER_TASKS)
+    if "method" in source:
+        run = resolve(overrides={"scale": scale, **source})
+        cfg = {"run": run, "run_code": runs.code_hash(run["method"]), "model_name": run["model_name"]}
+    else:
+        cfg = {"model_name": source["model_name"], "pooler": source["pooler"]}
+    cfg.update(tasks=chosen, kfold=kfold or protocol["kfold"], mrpc_features="senteval")
+    cached = runs.lookup("transfer", cfg, force=force)
+    if cached is not None:
+        return cached
+    started = time.time()
+    if "method" in source:
+        encode = trained_method({"scale": scale, **source}, data_dir=data_dir).encode
+    else:
+        encoder = load_encoder(source["model_name"], source["pooler"])
+        encode = encoder.encode
+    metrics = evaluate_transfer(encode, chosen, data_dir, cfg["kfold"], cfg["mrpc_features"])
+    return runs.save("transfer", cfg, {"metrics": metrics, "wall_seconds": time.time() - started})

@@ -33,10 +33,12 @@ def kept_checkpoint(overrides: dict, data_dir=None) -> Path:
     return saved
 
 
-def trained_method(overrides: dict, device: str = "cpu", data_dir=None):
+def trained_method(overrides: dict, device: str | None = None, data_dir=None):
     """The run's method module (encoder and its heads) with the kept weights, frozen and in eval mode."""
+    from .encoder import default_device
     from .methods import get_method
 
+    device = device or default_device()
     saved = kept_checkpoint(overrides, data_dir)
     cfg = resolve(overrides=overrides)
     method = get_method(cfg["method"]).build(cfg, device, data_dir).to(device)
