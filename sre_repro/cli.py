@@ -89,13 +89,15 @@ def cmd_pretrain(args) -> int:
     command = " ".join(["python -m sre_repro pretrain", *(["--config", args.config] if args.config else []),
                         *(f"--set {pair}" for pair in args.set or [])])
     earlier = _earlier_stages(result["config"])
-    commands = [f"{c} --force" for c in [*(s["command"] for s in earlier), command]] if earlier else [command]
+    # logs written before commands were recorded have none: say so rather than fail after the training
+    commands = ([f"{c} --force" for c in [*(s.get("command", "(command not recorded)") for s in earlier), command]]
+                if earlier else [command])
     out = write_model_card(result, "\n    ".join(commands))
     log = {**json.loads((out / "training_log.json").read_text()), "command": command}
     (out / "training_log.json").write_text(json.dumps({**log, "earlier_stages": earlier}, indent=1, sort_keys=True))
     if earlier:
         stages = [*earlier, log]
-        lines = [f"{i + 1}. {s['command'].split()[-1]}: init {s['config']['init']}, {s['config']['max_steps']:,} steps x "
+        lines = [f"{i + 1}. {s.get('command', '?').split()[-1]}: init {s['config']['init']}, {s['config']['max_steps']:,} steps x "
                  f"batch {s['config']['batch_size']}, peak lr {s['config']['lr']}, {s['train_seconds'] / 3600:.2f} h, "
                  f"held-out MLM accuracy {s['final']['heldout']['mlm_accuracy']:.2f}%" for i, s in enumerate(stages)]
         total = sum(s["train_seconds"] for s in stages) / 3600

@@ -101,12 +101,12 @@ def model_fingerprint(model_name: str | None) -> str | None:
 
 
 def is_stale(kind: str, record: dict) -> bool:
-    """Computed by library code that has since changed, or from model weights that have since changed
-    (records from before fingerprints were kept are judged on code alone)."""
+    """Computed by library code that has since changed, or from model weights that have since changed. A
+    record of a local model that carries no fingerprint (made before fingerprints were kept) cannot prove
+    which weights it saw, so it is stale too."""
     if record.get("code_hash") != code_hash(kind):
         return True
-    recorded = record.get("model_fingerprint")
-    return recorded is not None and recorded != model_fingerprint(record.get("config", {}).get("model_name"))
+    return record.get("model_fingerprint") != model_fingerprint(record.get("config", {}).get("model_name"))
 
 
 def read(kind: str, cfg: dict, root=None) -> dict | None:

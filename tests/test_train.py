@@ -156,6 +156,22 @@ def test_a_run_from_replaced_weights_is_stale(tmp_path):
     assert runs.lookup("eval", cfg, tmp_path / "r") is None
 
 
+def test_a_record_of_a_local_model_without_fingerprint_is_stale(tmp_path):
+    """Records from before fingerprints were kept cannot show which weights they saw (this served raw
+    sre-bert scores of the replaced CPU model once the GPU one landed)."""
+    from safetensors.torch import save_file
+    model = tmp_path / "plm"
+    model.mkdir()
+    save_file({"w": torch.zeros(3)}, model / "model.safetensors")
+    cfg = {"model_name": str(model), "pooler": "avg"}
+    path = runs.save("eval", cfg, {"metrics": {}}, tmp_path / "r")["config_hash"]
+    record = json.loads((tmp_path / "r" / "eval" / f"{path}.json").read_text())
+    record.pop("model_fingerprint")
+    assert runs.is_stale("eval", record) is True
+    hub = {**record, "config": {"model_name": "bert-base-uncased"}}  # hub names have no fingerprint to check
+    assert runs.is_stale("eval", hub) is False
+
+
 def test_a_checkpoint_from_other_code_is_not_resumed(tmp_path, monkeypatch, capsys):
     kwargs = dict(results_root=tmp_path / "r", work_root=tmp_path / "w")
     with pytest.raises(Interrupted):
