@@ -34,7 +34,7 @@ from torch import nn
 
 from ..encoder import Encoder
 from ..errors import SreError
-from .common import Method, info_nce, require_positive
+from .common import Method, info_nce, require_choice, require_positive
 
 KERNELS = (3, 4, 5)
 
@@ -172,8 +172,7 @@ class SARCSE(Method):
             raise SreError(f"co_t must be at least 2 (the (3 x 2) CNN needs two columns), got {cfg['co_t']}")
         for key, options in (("weighting", ("adaptive", "plain")), ("token_mse", ("mean", "sum")),
                              ("embedding", ("z", "plm"))):
-            if cfg[key] not in options:
-                raise SreError(f"unknown {key} {cfg[key]!r}: choose from {', '.join(options)}")
+            require_choice(cfg, key, options)
 
     def corpus(self, data_dir=None):
         sentences = super().corpus(data_dir)
