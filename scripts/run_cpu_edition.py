@@ -19,10 +19,11 @@ if "sarcse" in which:
     seeds = book.seeds("cpu")
     groups = [("sarcse", seeds, {}), ("sarcse", seeds, {"weighting": "plain"}),
               ("sarcse", seeds, {"weighting": "plain", "decoder": False})]
-    groups += [("sarcse", seeds[:1], {"theta": theta}) for theta in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)]
+    groups += [("sarcse", seeds[:1], {"theta": theta}) for theta in book.grid("sarcse_thetas", "cpu")]
+    batches = book.grid("sarcse_batch_sizes", "cpu")
     groups += [(method, seeds[:1], book.same_budget("cpu", method, batch))
-               for batch in (32, 64, 128, 192, 256, 512) for method in ("simcse", "sarcse")]
-    groups += [(method, seeds, book.same_budget("cpu", method, 512)) for method in ("simcse", "sarcse")]
+               for batch in batches for method in ("simcse", "sarcse")]
+    groups += [(method, seeds, book.same_budget("cpu", method, max(batches))) for method in ("simcse", "sarcse")]
     for method, seed_list, overrides in groups:
         for r in book.train_seeds(method, "cpu", seed_list, allow_stale=False, **overrides):
             print(method, overrides, r["seed"], r["metrics"]["sts"]["avg"], r["wall_seconds"], flush=True)

@@ -49,11 +49,23 @@ def test_batch_gain_matches_runs_by_seed():
 
 
 def test_grids_follow_the_scale_unless_chosen():
-    assert book.grid("sarcse_batch_sizes", "cpu") == [32, 64, 128, 192, 256, 512]
+    assert book.grid("sarcse_batch_sizes", "cpu") == [32, 64, 128, 512]
+    assert book.grid("sarcse_batch_sizes", "paper") == [32, 64, 128, 192, 256, 512]
     assert book.grid("sarcse_batch_sizes", "smoke") == [4, 8]
     assert book.grid("ifm_margins", "paper", [0.02]) == [0.02]
     with pytest.raises(book.SreError, match="unknown grid"):
         book.grid("margins", "cpu")
+
+
+def test_list_parameters_given_as_text_by_papermill_are_read_as_lists():
+    # `papermill -p seeds "[1, 2, 3]"` hands the notebook the string, not a list
+    assert book.seeds("cpu", "[1, 2, 3]") == [1, 2, 3]
+    assert book.seeds("cpu", "") == [42, 43, 44]
+    assert book.grid("byopd_perturbations", "cpu", "['n-', 'p+']") == ["n-", "p+"]
+    with pytest.raises(book.SreError, match="thetas must be a list"):
+        book.as_list("0.1", "thetas")
+    with pytest.raises(book.SreError, match="must be a list"):
+        book.seeds("cpu", "1 2")
 
 
 def test_byop_variants_are_table_6_rows():
