@@ -33,14 +33,18 @@ WHITENING_POOLER = "avg_first_last"
 
 # The chapters' grids; smoke keeps one or two points so that CI stays fast (a notebook parameter of []
 # means "the scale's grid").
-# The cpu edition runs a subset of SARCSE's appendix grids so that its chapter fits about an hour on 2 cores
-# (the full grids cost ~30 more minutes); the chapter says so, and `-p batch_sizes`/`-p thetas` run the rest.
+# The cpu edition runs a subset of the SARCSE and BYOP appendix grids so that a chapter stays near an hour on
+# 2 cores (the full grids cost ~30 more minutes each); the chapters say so, and their list parameters
+# (`-p batch_sizes`, `-p thetas`, `-p byopc_margins`, `-p perturbations`) run the rest.
 GRIDS = {
     "sarcse_batch_sizes": {"smoke": [4, 8], "cpu": [32, 64, 128, 512], "default": [32, 64, 128, 192, 256, 512]},
     "sarcse_thetas": {"smoke": [0.1, 0.5], "cpu": [0.0, 0.1, 0.3, 0.6], "default": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6]},
     "ifm_margins": {"smoke": [0.1], "default": [0.01, 0.05, 0.1]},
-    "byopc_margins": {"smoke": [0.01], "default": [0.01, 0.03, 0.05, 0.07, 0.1]},
-    "byopd_perturbations": {"smoke": ["n-"], "default": ["p-n-", "p+n-", "p+", "p-", "n-"]},
+    # paper: Appendix B's m in [0.01, 0.10] by 0.01
+    "byopc_margins": {"smoke": [0.01], "cpu": [0.01, 0.03, 0.1], "paper": [round(0.01 * k, 2) for k in range(1, 11)],
+                      "default": [0.01, 0.03, 0.05, 0.07, 0.1]},
+    # cpu: Table 6's BYOPD perturbations for BERT-base (n- single, p+n- multi-task) and p-n-, both moves at once
+    "byopd_perturbations": {"smoke": ["n-"], "cpu": ["n-", "p+n-", "p-n-"], "default": ["p-n-", "p+n-", "p+", "p-", "n-"]},
 }
 
 
