@@ -31,6 +31,16 @@ def beside_paper(ours: dict[str, list[float]], paper: dict[str, list[float]], pa
     return sts_table(rows)
 
 
+def transfer_table(results: dict[str, dict]) -> pd.DataFrame:
+    """Transfer accuracies (name -> book.transfer record): one column per task the records share, then
+    the mean over those tasks, as Table 10 of the BYOP paper lays them out."""
+    tasks = [t for t in next(iter(results.values()))["metrics"] if t != "avg"]
+    rows = {name: [r["metrics"][t]["acc"] for t in tasks] for name, r in results.items()}
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=tasks)
+    frame["Avg."] = frame.mean(axis=1)
+    return frame.round(2)
+
+
 def interval(values, confidence: float = 0.95) -> tuple[float, float, float]:
     """Mean and the two ends of a t-interval for the mean (ends are nan with fewer than 2 values)."""
     values = np.asarray(values, dtype=float)

@@ -26,3 +26,12 @@ def test_variance_verdict_is_a_one_sided_f_test():
     similar = report.variance_verdict([1.0, 2.0, 3.0], [1.0, 2.5, 3.0], "c")
     assert similar["verdict"].startswith("not shown") and 0.05 < similar["p"] < 0.95
     assert report.variance_verdict(variant, base, "c")["verdict"] == "reversed at this scale"
+
+
+def test_transfer_table_lays_out_accuracies_and_their_mean():
+    record = {"metrics": {"TREC": {"acc": 80.0, "C": 1.0}, "MRPC": {"acc": 70.0, "n": 1725}, "avg": 75.0}}
+    other = {"metrics": {"TREC": {"acc": 90.5}, "MRPC": {"acc": 60.0}, "avg": 75.25}}
+    table = report.transfer_table({"PLM avg": record, "SimCSE": other})
+    assert list(table.columns) == ["TREC", "MRPC", "Avg."]
+    assert table.loc["SimCSE"].tolist() == [90.5, 60.0, 75.25]
+    assert table.loc["PLM avg", "Avg."] == record["metrics"]["avg"]
