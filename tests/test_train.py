@@ -132,14 +132,19 @@ def test_download_refuses_when_offline(tmp_path, monkeypatch):
 
 
 def test_committed_smoke_run_reproduces_its_stored_numbers(tmp_path):
-    """The guard that makes a refactor safe: the committed smoke record must come out again, exactly."""
+    """The guard that makes a refactor safe: the committed smoke record must come out again. Not bit for bit:
+    CPUs with other vector units (CI's) sum floats in another order, which moved the losses by 2e-7 and the
+    STS scores by up to 0.07 points; a refactor that changes what is computed moves them far more."""
     from sre_repro.config import resolve
     cfg = resolve(overrides=SMOKE)
     stored = runs.read("simcse", cfg, runs.REPO_ROOT / "results")
     assert stored is not None, "results/ lacks the smoke record: run `sre-repro train --set scale=smoke` into results/"
     assert not stored["stale"], "library code changed since results/ was computed: refresh the results"
     fresh = train(SMOKE, results_root=tmp_path / "r", work_root=tmp_path / "w")
-    assert _numbers(fresh) == _numbers(stored)
+    (sts, dev, losses), (sts_stored, dev_stored, losses_stored) = _numbers(fresh), _numbers(stored)
+    assert sts == pytest.approx(sts_stored, abs=0.25)
+    assert dev == pytest.approx(dev_stored, abs=0.25)
+    assert losses == pytest.approx(losses_stored, abs=1e-4)
 
 
 def test_a_run_from_replaced_weights_is_stale(tmp_path):
