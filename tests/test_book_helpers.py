@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from sre_repro import book
+from sre_repro.errors import SreError
 
 
 def _run(cos=None, dev=0.0, importance=None):
@@ -95,3 +96,24 @@ def test_total_minutes_counts_each_record_once():
     a = {"kind": "simcse", "config_hash": "a", "wall_seconds": 60.0}
     b = {"kind": "sarcse", "config_hash": "a", "wall_seconds": 120.0}  # same hash, other kind: distinct
     assert book.total_minutes({"x": [a, b]}, [a], {1: {"y": a}}) == pytest.approx(3.0)
+
+
+def test_the_byop_chapter_at_paper_scale_on_bert_base_is_a_valid_call():
+    """`papermill notebooks/byop.ipynb out.ipynb -p scale paper -p model_name bert-base-uncased`: every run the
+    chapter would start resolves to a validated config (it needs only the weights and the time to run)."""
+    from sre_repro.config import resolve
+
+    assert book.plms("paper", "bert-base-uncased") == ["bert-base-uncased"]
+    assert book.grid("byopc_margins", "paper") == [round(0.01 * k, 2) for k in range(1, 11)]
+    variants = book.byop_variants("paper", "bert-base-uncased")
+    configs = [resolve(overrides={"method": m, "scale": "paper", "seed": s, "model_name": "bert-base-uncased"})
+               for m in ("simcse", "ifm") for s in book.seeds("paper")]
+    configs += [resolve(overrides={**settings, "scale": "paper", "model_name": "bert-base-uncased"})
+                for settings in variants.values()]
+    configs += [resolve(overrides={"method": "byop", "margin_type": "dynamic", "perturbation": p, "scale": "paper"})
+                for p in book.grid("byopd_perturbations", "paper")]
+    assert {c["model_name"] for c in configs[:-5]} == {"bert-base-uncased"}
+    bert_row = variants["SimCSE +BYOPD"]  # Table 6's BERT-base row: batch 64, lr 3e-5, tau 0.05
+    assert (bert_row["batch_size"], bert_row["lr"], bert_row["temperature"]) == (64, 3e-5, 0.05)
+    with pytest.raises(SreError, match="unknown scale 'huge'"):
+        book.seeds("huge")
