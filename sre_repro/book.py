@@ -334,7 +334,8 @@ TRANSFER_PROTOCOL = {"smoke": {"tasks": ["TREC", "MRPC"], "kfold": 2},
                      "cpu": {"tasks": None, "kfold": 5}, "paper": {"tasks": None, "kfold": 10}}
 
 
-def transfer(source: dict, scale: str, data_dir=None, force: bool = False, tasks=None, kfold: int = 0) -> dict:
+def transfer(source: dict, scale: str, data_dir=None, force: bool = False, tasks=None, kfold: int = 0,
+             solver: str = "liblinear") -> dict:
     """Cached SentEval transfer accuracies (BYOP's Table 10) of a PLM as it is (`source` = {"model_name",
     "pooler"}) or of a training run's kept weights (`source` = the run's overrides, e.g. {"method": "byop",
     "seed": 42, ...}; trained once if its weights are not kept yet, see trained.py)."""
@@ -354,7 +355,7 @@ def transfer(source: dict, scale: str, data_dir=None, force: bool = False, tasks
         cfg = {"run": run, "run_code": runs.code_hash(run["method"]), "model_name": run["model_name"]}
     else:
         cfg = {"model_name": source["model_name"], "pooler": source["pooler"]}
-    cfg.update(tasks=chosen, kfold=kfold or protocol["kfold"], mrpc_features="senteval")
+    cfg.update(tasks=chosen, kfold=kfold or protocol["kfold"], mrpc_features="senteval", solver=solver)
     cached = runs.lookup("transfer", cfg, force=force)
     if cached is not None:
         return cached
@@ -364,5 +365,5 @@ def transfer(source: dict, scale: str, data_dir=None, force: bool = False, tasks
     else:
         encoder = load_encoder(source["model_name"], source["pooler"])
         encode = encoder.encode
-    metrics = evaluate_transfer(encode, chosen, data_dir, cfg["kfold"], cfg["mrpc_features"])
+    metrics = evaluate_transfer(encode, chosen, data_dir, cfg["kfold"], cfg["mrpc_features"], solver)
     return runs.save("transfer", cfg, {"metrics": metrics, "wall_seconds": time.time() - started})

@@ -7,7 +7,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 
 from sre_repro.errors import SreError
-from sre_repro.evaluate.transfer import REGULARISATION, classify, evaluate_transfer, load_task
+from sre_repro.evaluate.transfer import REGULARISATION, classify, evaluate_transfer, load_task, logistic
 
 COUNTS = {"MR": {"all": 10662}, "CR": {"all": 3775}, "SUBJ": {"all": 10000}, "MPQA": {"all": 10606},
           "SST2": {"train": 67349, "dev": 872, "test": 1821}, "TREC": {"train": 5452, "test": 500},
@@ -25,24 +25,36 @@ def test_loaders_give_senteval_s_counts(task, data_dir):
     assert set(np.unique(data[next(iter(data))][1])) == set(range(6 if task == "TREC" else 2))
 
 
-def test_kfold_protocol_equals_a_direct_nested_cross_validation(data_dir):
+@pytest.mark.parametrize("solver", ["liblinear", "lbfgs"])
+def test_kfold_protocol_equals_a_direct_nested_cross_validation(data_dir, solver):
     sentences, labels = load_task("MR", data_dir)["all"]
     pick = np.r_[0:300, 5331:5631]  # 300 positive, 300 negative reviews
     sentences, labels = [sentences[i] for i in pick], labels[pick]
     features = lambda s: hashed(s, 2048)  # noqa: E731
-    ours = classify({"all": (sentences, labels)}, features, kfold=3)["acc"]
+    ours = classify({"all": (sentences, labels)}, features, kfold=3, solver=solver)["acc"]
 
     x, outer_scores = features(sentences), []
     for train, test in StratifiedKFold(3, shuffle=True, random_state=1111).split(x, labels):
         inner = StratifiedKFold(3, shuffle=True, random_state=1111)
-        mean_acc = [np.mean([LogisticRegression(C=c, random_state=1111, max_iter=1000)
+        mean_acc = [np.mean([LogisticRegression(C=c, solver=solver, random_state=1111, max_iter=1000)
                              .fit(x[train][a], labels[train][a]).score(x[train][b], labels[train][b])
                              for a, b in inner.split(x[train], labels[train])]) for c in REGULARISATION]
         best = REGULARISATION[int(np.argmax(mean_acc))]
-        model = LogisticRegression(C=best, random_state=1111, max_iter=1000).fit(x[train], labels[train])
+        model = LogisticRegression(C=best, solver=solver, random_state=1111, max_iter=1000).fit(x[train], labels[train])
         outer_scores.append(model.score(x[test], labels[test]))
     assert ours == pytest.approx(100 * np.mean(outer_scores), abs=1e-9)
     assert 55 < ours < 90  # hashed words carry sentiment: above chance, below a real encoder
+
+
+def test_trec_is_one_vs_rest_over_six_classes_as_senteval_s_liblinear(data_dir):
+    sentences, labels = load_task("TREC", data_dir)["train"]
+    x = hashed(sentences[:1500], 512)
+    model = logistic(1.0).fit(x, labels[:1500])
+    assert len(model.estimators_) == 6  # one binary liblinear model per class
+    scores = model.decision_function(x)
+    assert (model.predict(x) == model.classes_[scores.argmax(axis=1)]).all()
+    with pytest.raises(SreError, match="unknown solver 'adam'"):
+        logistic(1.0, "adam")
 
 
 def test_mrpc_features_and_bad_names(data_dir):
@@ -65,20 +77,20 @@ def test_book_transfer_caches_and_encodes_with_the_right_weights(data_dir, monke
     probe = ["a man is playing a guitar", "the cat sleeps"]
     calls = []
 
-    def fake_protocol(encode, tasks, data_dir, kfold, mrpc_features):
-        calls.append((tasks, kfold, mrpc_features))
+    def fake_protocol(encode, tasks, data_dir, kfold, mrpc_features, solver):
+        calls.append((tasks, kfold, mrpc_features, solver))
         return {"probe": float(np.abs(encode(probe)).sum()), "avg": 0.0}
 
     monkeypatch.setattr(transfer_module, "evaluate_transfer", fake_protocol)
     plm = book.transfer({"model_name": "tiny-random", "pooler": "avg"}, "smoke", data_dir)
-    assert calls == [(["TREC", "MRPC"], 2, "senteval")]  # the smoke protocol
+    assert calls == [(["TREC", "MRPC"], 2, "senteval", "liblinear")]  # the smoke protocol
     assert plm["metrics"]["probe"] == pytest.approx(float(np.abs(load_encoder("tiny-random", "avg").encode(probe)).sum()))
     again = book.transfer({"model_name": "tiny-random", "pooler": "avg"}, "smoke", data_dir)
     assert len(calls) == 1 and again["created"] == plm["created"]  # served from the cache
 
     run = book.transfer({"method": "simcse", "seed": 42}, "smoke", data_dir, tasks=["CR"], kfold=3)  # trains once
     trained = trained_method({"method": "simcse", "scale": "smoke", "seed": 42}, data_dir=data_dir)
-    assert calls[-1] == (["CR"], 3, "senteval")
+    assert calls[-1] == (["CR"], 3, "senteval", "liblinear")
     assert run["metrics"]["probe"] == pytest.approx(float(np.abs(trained.encode(probe)).sum()), rel=1e-5)
     assert run["metrics"]["probe"] != pytest.approx(plm["metrics"]["probe"], rel=1e-3)  # not the raw PLM
     assert run["config"]["run"]["method"] == "simcse" and run["config"]["run_code"]
