@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .errors import SreError
@@ -92,17 +93,20 @@ def seeds(scale: str, chosen=None) -> list[int]:
 
 
 def baselines(models: list[str], precision: str = "fp32", data_dir=None, force: bool = False,
-              allow_stale: bool = True) -> dict[str, dict]:
-    """Row name -> eval result, for every pooler of every model, whitening, and averaged GloVe."""
+              allow_stale: bool = True, poolers: list[str] | None = None) -> dict[str, dict]:
+    """Row name -> eval result, for every pooler of every model, whitening, and averaged GloVe; with
+    `poolers`, only those poolers of each model (a chapter that shows two rows evaluates two)."""
     out = {}
     for model in models:
-        for pooler in BASELINE_POOLERS:
+        for pooler in poolers or BASELINE_POOLERS:
             out[f"{model} {pooler}"] = evaluate_model(data_dir, force, model_name=model, pooler=pooler,
                                                       precision=precision, allow_stale=allow_stale)
-        out[f"{model} {WHITENING_POOLER} + whitening"] = evaluate_model(
-            data_dir, force, model_name=model, pooler=WHITENING_POOLER, whiten=True, precision=precision,
-            allow_stale=allow_stale)
-    out["glove avg (50d 6B)"] = evaluate_model(data_dir, force, model_name="glove", allow_stale=allow_stale)
+        if not poolers:
+            out[f"{model} {WHITENING_POOLER} + whitening"] = evaluate_model(
+                data_dir, force, model_name=model, pooler=WHITENING_POOLER, whiten=True, precision=precision,
+                allow_stale=allow_stale)
+    if not poolers:
+        out["glove avg (50d 6B)"] = evaluate_model(data_dir, force, model_name="glove", allow_stale=allow_stale)
     return out
 
 
@@ -227,6 +231,20 @@ def batch_gain(larger: list[dict], preset: list[dict]):
     return np.array([r["metrics"]["sts"]["avg"] - by_seed[r["seed"]] for r in larger])
 
 
+def ranked_by_dev(groups: dict[str, list[dict]]) -> list[str]:
+    """Names of run groups, best first by the mean STS-B dev score of their runs (the test sets stay unseen)."""
+    return sorted(groups, key=lambda name: np.mean([r["metrics"]["stsb_dev_best"] for r in groups[name]]), reverse=True)
+
+
+def transfer_variants(scale: str, ranked: list[str], chosen=None) -> list[str]:
+    """The BYOP variants of Table 10: `chosen` when given, else the scale's number of the best on dev."""
+    chosen = as_list(chosen, "transfer_variants")
+    unknown = [name for name in chosen if name not in ranked]
+    if unknown:
+        raise SreError(f"unknown BYOP variant {unknown[0]!r} in transfer_variants: choose from {', '.join(ranked)}")
+    return chosen or ranked[:TRANSFER_PROTOCOL[scale]["byop_variants"]]
+
+
 def best_by_dev(grid: dict, name: str):
     """The setting (key of `grid`: setting -> {run name -> result}) whose run `name` scored best on STS-B dev."""
     return max(grid, key=lambda setting: grid[setting][name]["metrics"]["stsb_dev_best"])
@@ -328,10 +346,13 @@ def total_minutes(*groups) -> float:
     return sum(seen.values()) / 60
 
 
-# SentEval's transfer protocol per scale: the papers' 10-fold at paper scale; fewer folds on the CPU (the
-# nested search fits 6 C values x k inner folds for each of k outer folds), two small tasks for smoke.
-TRANSFER_PROTOCOL = {"smoke": {"tasks": ["TREC", "MRPC"], "kfold": 2},
-                     "cpu": {"tasks": None, "kfold": 5}, "paper": {"tasks": None, "kfold": 10}}
+# SentEval's transfer protocol per scale: the papers' 10-fold at paper scale; 3 folds on the CPU (the nested
+# search fits 6 C values x k inner folds for each of k outer folds: 3 folds cost a quarter of 5), two small
+# tasks for smoke. `byop_variants`: how many BYOP variants Table 10 evaluates, the best on STS-B dev first
+# (None: all four); on 2 cores each row costs about 4 minutes, mostly encoding SST-2's 67k phrases.
+TRANSFER_PROTOCOL = {"smoke": {"tasks": ["TREC", "MRPC"], "kfold": 2, "byop_variants": 1},
+                     "cpu": {"tasks": None, "kfold": 3, "byop_variants": 1},
+                     "paper": {"tasks": None, "kfold": 10, "byop_variants": None}}
 
 
 def transfer(source: dict, scale: str, data_dir=None, force: bool = False, tasks=None, kfold: int = 0,

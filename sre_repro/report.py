@@ -52,21 +52,27 @@ def interval(values, confidence: float = 0.95) -> tuple[float, float, float]:
 
 
 def seed_table(groups: dict[str, list[dict]]) -> pd.DataFrame:
-    """Mean +- std over seeds of each STS column, for groups of run results."""
+    """Mean +- std over seeds of each STS column, for groups of run results (the value alone for one run)."""
     rows = {}
     for name, results in groups.items():
         values = np.array([sts_row(r["metrics"]["sts"]) for r in results])
-        std = values.std(0, ddof=1) if len(values) > 1 else np.zeros(values.shape[1])
-        rows[name] = [f"{m:.2f} ± {s:.2f}" for m, s in zip(values.mean(0), std)]
+        if len(values) > 1:
+            rows[name] = [f"{m:.2f} ± {s:.2f}" for m, s in zip(values.mean(0), values.std(0, ddof=1))]
+        else:  # one run: no spread to show
+            rows[name] = [f"{m:.2f}" for m in values[0]]
         rows[name].append(", ".join(str(r["seed"]) for r in results))
     return pd.DataFrame.from_dict(rows, orient="index", columns=[*[SHORT.get(c, c) for c in COLUMNS], "seeds"])
 
 
-def verdict(differences, claim: str, confidence: float = 0.95) -> dict:
-    """Holds when the interval of the mean difference lies above zero; fails when below; else undecided."""
+def verdict(differences, claim: str, confidence: float = 0.95, negligible: float = 0.05) -> dict:
+    """Holds when the interval of the mean difference lies above zero; reversed when below; no effect when it
+    lies inside +-`negligible` points (below the tables' two decimals, where a consistent 0.001 would otherwise
+    read as "reversed"); else undecided."""
     mean, low, high = interval(differences, confidence)
     if np.isnan(low):
         word = "not tested (one seed)"
+    elif -negligible < low and high < negligible:
+        word = f"no effect at this scale (interval inside ±{negligible})"
     elif low > 0:
         word = "holds at this scale"
     elif high < 0:

@@ -118,3 +118,18 @@ def test_the_byop_chapter_at_paper_scale_on_bert_base_is_a_valid_call():
     assert (bert_row["batch_size"], bert_row["lr"], bert_row["temperature"]) == (64, 3e-5, 0.05)
     with pytest.raises(SreError, match="unknown scale 'huge'"):
         book.seeds("huge")
+
+
+def test_byop_variants_are_ranked_on_dev_and_table_10_takes_the_scale_s_number():
+    def runs(*dev):
+        return [{"metrics": {"stsb_dev_best": d, "sts": {"avg": 99.0 - d}}} for d in dev]  # test scores disagree
+
+    groups = {"SimCSE +BYOPC": runs(60.8, 60.6), "SimCSE +BYOPD": runs(60.9), "SimCSE +BYOPC-M": runs(60.1),
+              "SimCSE +BYOPD-M": runs(61.0, 60.0)}  # mean 60.5: below BYOPC's 60.7
+    ranked = book.ranked_by_dev(groups)
+    assert ranked == ["SimCSE +BYOPD", "SimCSE +BYOPC", "SimCSE +BYOPD-M", "SimCSE +BYOPC-M"]
+    assert book.transfer_variants("paper", ranked) == ranked
+    assert book.transfer_variants("cpu", ranked) == ["SimCSE +BYOPD"]
+    assert book.transfer_variants("cpu", ranked, "['SimCSE +BYOPC-M']") == ["SimCSE +BYOPC-M"]  # papermill text
+    with pytest.raises(SreError, match="unknown BYOP variant 'BYOPC' in transfer_variants"):
+        book.transfer_variants("cpu", ranked, ["BYOPC"])

@@ -16,6 +16,18 @@ def test_verdict_uses_the_t_interval_of_the_mean():
     assert report.verdict([1.0, 1.1, 0.9], "c")["verdict"] == "holds at this scale"
     assert report.verdict([-1.0, -1.1, -0.9], "c")["verdict"] == "reversed at this scale"
     assert report.verdict([3.0], "c")["verdict"] == "not tested (one seed)"
+    # a tiny but consistent difference (RankCSE +- BYOP at cpu scale) is no effect, not "reversed"
+    assert report.verdict([-0.004, -0.003, -0.005], "c")["verdict"].startswith("no effect")
+    assert report.verdict([-0.04, -0.06, -0.05], "c")["verdict"] == "reversed at this scale"  # interval reaches -0.07
+
+
+def test_seed_table_shows_a_spread_only_where_there_are_seeds():
+    def run(seed, avg):
+        return {"seed": seed, "metrics": {"sts": {task: avg for task in report.COLUMNS}}}
+
+    table = report.seed_table({"three": [run(1, 50.0), run(2, 52.0), run(3, 54.0)], "one": [run(1, 51.0)]})
+    assert table.loc["three"].iloc[0] == "52.00 ± 2.00" and table.loc["three", "seeds"] == "1, 2, 3"
+    assert table.loc["one"].iloc[0] == "51.00" and table.loc["one", "seeds"] == "1"
 
 
 def test_variance_verdict_is_a_one_sided_f_test():

@@ -46,6 +46,30 @@ def test_kfold_protocol_equals_a_direct_nested_cross_validation(data_dir, solver
     assert 55 < ours < 90  # hashed words carry sentiment: above chance, below a real encoder
 
 
+def test_dev_split_protocol_tests_the_model_that_won_on_dev(data_dir):
+    """SST-2: one model per C on train, the best on dev is the one tested (SentEval's SplitClassifier)."""
+    data = load_task("SST2", data_dir)
+    subset = {split: (sentences[:n], labels[:n]) for (split, (sentences, labels)), n
+              in zip(data.items(), (2000, 400, 400))}
+    features = lambda s: hashed(s, 1024)  # noqa: E731
+    ours = classify(subset, features)
+
+    (x, y), (x_dev, y_dev), (x_test, y_test) = ((features(s), labels) for s, labels in subset.values())
+    models = [logistic(c).fit(x, y) for c in REGULARISATION]
+    dev = [m.score(x_dev, y_dev) for m in models]
+    best = int(np.argmax(dev))
+    assert ours["C"] == REGULARISATION[best] and ours["dev_acc"] == pytest.approx(100 * dev[best])
+    assert ours["acc"] == pytest.approx(100 * models[best].score(x_test, y_test))
+    assert 55 < ours["acc"] < 90
+
+
+def test_a_bad_solver_fails_before_anything_is_encoded(data_dir):
+    encoded = []
+    with pytest.raises(SreError, match="unknown solver 'adam'"):
+        evaluate_transfer(lambda s: encoded.append(s) or hashed(s), tasks=["SST2"], data_dir=data_dir, solver="adam")
+    assert encoded == []
+
+
 def test_trec_is_one_vs_rest_over_six_classes_as_senteval_s_liblinear(data_dir):
     sentences, labels = load_task("TREC", data_dir)["train"]
     x = hashed(sentences[:1500], 512)
