@@ -247,7 +247,7 @@ def transfer_variants(scale: str, ranked: list[str], chosen=None) -> list[str]:
 
 def best_by_dev(grid: dict, name: str):
     """The setting (key of `grid`: setting -> {run name -> result}) whose run `name` scored best on STS-B dev."""
-    return max(grid, key=lambda setting: grid[setting][name]["metrics"]["stsb_dev_best"])
+    return ranked_by_dev({setting: [runs[name]] for setting, runs in grid.items()})[0]
 
 
 def paper_plm(model_name: str) -> str:
