@@ -44,8 +44,8 @@ GRIDS = {
     # paper: Appendix B's m in [0.01, 0.10] by 0.01
     "byopc_margins": {"smoke": [0.01], "cpu": [0.01, 0.03, 0.1], "paper": [round(0.01 * k, 2) for k in range(1, 11)],
                       "default": [0.01, 0.03, 0.05, 0.07, 0.1]},
-    # cpu: Table 6's BYOPD perturbations for BERT-base (n- single, p+n- multi-task) and p-n-, both moves at once
-    "byopd_perturbations": {"smoke": ["n-"], "cpu": ["n-", "p+n-", "p-n-"], "default": ["p-n-", "p+n-", "p+", "p-", "n-"]},
+    # cpu: Table 6's two BYOPD perturbations for BERT-base (n- single, p+n- multi-task), each tried with the other loss
+    "byopd_perturbations": {"smoke": ["n-"], "cpu": ["n-", "p+n-"], "default": ["p-n-", "p+n-", "p+", "p-", "n-"]},
 }
 
 
@@ -111,13 +111,23 @@ def baselines(models: list[str], precision: str = "fp32", data_dir=None, force: 
 
 
 def train_seeds(method: str, scale: str, seed_list: list[int], model_name: str = "", data_dir=None,
-                force: bool = False, allow_stale: bool = True, **overrides) -> list[dict]:
-    """One cached training run per seed."""
+                force: bool = False, allow_stale: bool = True, per_seed: dict | None = None, **overrides) -> list[dict]:
+    """One cached training run per seed (`per_seed`: {seed: overrides} for what differs between seeds)."""
     extra = {k: v for k, v in overrides.items() if v not in ("", None)}
     if model_name:
         extra["model_name"] = model_name
-    return [train({"method": method, "scale": scale, "seed": s, **extra}, data_dir=data_dir, force=force,
-                  allow_stale=allow_stale) for s in seed_list]
+    return [train({"method": method, "scale": scale, "seed": s, **extra, **(per_seed or {}).get(s, {})},
+                  data_dir=data_dir, force=force, allow_stale=allow_stale) for s in seed_list]
+
+
+def leave_one_out_teachers(seed_list: list[int], method: str = "simcse") -> dict[int, dict]:
+    """RankCSE's teachers per student seed: the book's `method` runs at the other seeds (the first two), so
+    the teachers are the chapter's own SimCSE rows and no student is taught by a run of its own seed. With a
+    single seed there is no other: the method's default teachers ({})."""
+    if len(seed_list) < 2:
+        return {s: {} for s in seed_list}
+    return {s: {"teachers": ",".join(f"{method}:{t}" for t in [t for t in seed_list if t != s][:2])}
+            for s in seed_list}
 
 
 def best_row(results: dict[str, dict], prefix: str = "", poolings_only: bool = False) -> str:
@@ -350,9 +360,11 @@ def total_minutes(*groups) -> float:
 # search fits 6 C values x k inner folds for each of k outer folds: 3 folds cost a quarter of 5), two small
 # tasks for smoke. `byop_variants`: how many BYOP variants Table 10 evaluates, the best on STS-B dev first
 # (None: all four); on 2 cores each row costs about 4 minutes, mostly encoding SST-2's 67k phrases.
-TRANSFER_PROTOCOL = {"smoke": {"tasks": ["TREC", "MRPC"], "kfold": 2, "byop_variants": 1},
-                     "cpu": {"tasks": None, "kfold": 3, "byop_variants": 1},
-                     "paper": {"tasks": None, "kfold": 10, "byop_variants": None}}
+# sst2_train: SST-2 training phrases (0: all 67,349); at cpu a stratified sample, since encoding and fitting
+# SST-2's 67k phrases was about 45% of each Table 10 row
+TRANSFER_PROTOCOL = {"smoke": {"tasks": ["TREC", "MRPC"], "kfold": 2, "sst2_train": 0, "byop_variants": 1},
+                     "cpu": {"tasks": None, "kfold": 3, "sst2_train": 10000, "byop_variants": 1},
+                     "paper": {"tasks": None, "kfold": 10, "sst2_train": 0, "byop_variants": None}}
 
 
 def transfer(source: dict, scale: str, data_dir=None, force: bool = False, tasks=None, kfold: int = 0,
@@ -376,7 +388,8 @@ def transfer(source: dict, scale: str, data_dir=None, force: bool = False, tasks
         cfg = {"run": run, "run_code": runs.code_hash(run["method"]), "model_name": run["model_name"]}
     else:
         cfg = {"model_name": source["model_name"], "pooler": source["pooler"]}
-    cfg.update(tasks=chosen, kfold=kfold or protocol["kfold"], mrpc_features="senteval", solver=solver)
+    cfg.update(tasks=chosen, kfold=kfold or protocol["kfold"], sst2_train=protocol["sst2_train"],
+               mrpc_features="senteval", solver=solver)
     cached = runs.lookup("transfer", cfg, force=force)
     if cached is not None:
         return cached
@@ -386,5 +399,6 @@ def transfer(source: dict, scale: str, data_dir=None, force: bool = False, tasks
     else:
         encoder = load_encoder(source["model_name"], source["pooler"])
         encode = encoder.encode
-    metrics = evaluate_transfer(encode, chosen, data_dir, cfg["kfold"], cfg["mrpc_features"], solver)
+    metrics = evaluate_transfer(encode, chosen, data_dir, cfg["kfold"], cfg["mrpc_features"], solver,
+                                cfg["sst2_train"])
     return runs.save("transfer", cfg, {"metrics": metrics, "wall_seconds": time.time() - started})

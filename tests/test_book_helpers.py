@@ -58,6 +58,21 @@ def test_grids_follow_the_scale_unless_chosen():
         book.grid("margins", "cpu")
 
 
+def test_rankcse_teachers_are_the_simcse_runs_of_the_other_seeds():
+    from sre_repro.config import resolve
+    from sre_repro.methods.rankcse import teacher_cfg
+
+    assert book.leave_one_out_teachers([42, 43, 44]) == {42: {"teachers": "simcse:43,simcse:44"},
+                                                         43: {"teachers": "simcse:42,simcse:44"},
+                                                         44: {"teachers": "simcse:42,simcse:43"}}
+    assert book.leave_one_out_teachers([1, 2]) == {1: {"teachers": "simcse:2"}, 2: {"teachers": "simcse:1"}}
+    assert book.leave_one_out_teachers([5, 6, 7, 8])[5] == {"teachers": "simcse:6,simcse:7"}  # RankCSE mixes two
+    assert book.leave_one_out_teachers([42]) == {42: {}}  # no other seed: the method's default teachers
+    # a teacher is the very run the chapter's SimCSE row made (same resolved config, so the same weights)
+    student = resolve(overrides={"method": "rankcse", "scale": "cpu", "seed": 42, "teachers": "simcse:43,simcse:44"})
+    assert resolve(overrides=teacher_cfg(student, "simcse", 43)) == resolve(overrides={"method": "simcse", "scale": "cpu", "seed": 43})
+
+
 def test_list_parameters_given_as_text_by_papermill_are_read_as_lists():
     # `papermill -p seeds "[1, 2, 3]"` hands the notebook the string, not a list
     assert book.seeds("cpu", "[1, 2, 3]") == [1, 2, 3]

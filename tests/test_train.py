@@ -185,3 +185,29 @@ def test_a_checkpoint_from_other_code_is_not_resumed(tmp_path, monkeypatch, caps
     result = train({**SMOKE, "checkpoint_steps": 2}, **kwargs)
     assert "made by other code or weights; starting afresh" in capsys.readouterr().out
     assert [p["step"] for p in result["dev_curve"]] == [3, 6] and result["code_hash"] == "changed"
+
+
+def test_kept_weights_come_from_the_run_s_own_training_when_this_machine_has_it(data_dir, monkeypatch):
+    """trained.py copies a finished run's best.pt (no second training or final evaluation); without a current
+    record, or with checkpoints that are not the record's, it trains (here: a stand-in that records the call)."""
+    import sre_repro.train as train_module
+    from sre_repro.trained import kept_checkpoint
+
+    overrides = {"method": "simcse", "scale": "smoke", "seed": 42}
+    record = train(overrides, data_dir=data_dir)  # into the test's store: record and work/<kind>/<config>/
+    work = runs.work_dir() / "simcse" / record["config_hash"]
+    retrained = []
+    monkeypatch.setattr(train_module, "train", lambda *a, **k: retrained.append(1))
+    saved = kept_checkpoint(overrides, data_dir)
+    assert retrained == [] and saved.read_bytes() == (work / "best.pt").read_bytes()
+
+    saved.unlink()
+    state = torch.load(work / "last.pt", weights_only=False)
+    state["state"]["best_step"] += 1  # checkpoints that did not make the record
+    torch.save(state, work / "last.pt")
+    kept_checkpoint(overrides, data_dir)
+    assert retrained == [1]
+    saved.unlink()
+    runs.run_path("simcse", record["config"]).unlink()  # no record: nothing says the checkpoints are current
+    kept_checkpoint(overrides, data_dir)
+    assert retrained == [1, 1]

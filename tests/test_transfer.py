@@ -7,7 +7,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 
 from sre_repro.errors import SreError
-from sre_repro.evaluate.transfer import REGULARISATION, classify, evaluate_transfer, load_task, logistic
+from sre_repro.evaluate.transfer import REGULARISATION, classify, evaluate_transfer, load_task, logistic, sample_train
 
 COUNTS = {"MR": {"all": 10662}, "CR": {"all": 3775}, "SUBJ": {"all": 10000}, "MPQA": {"all": 10606},
           "SST2": {"train": 67349, "dev": 872, "test": 1821}, "TREC": {"train": 5452, "test": 500},
@@ -63,6 +63,25 @@ def test_dev_split_protocol_tests_the_model_that_won_on_dev(data_dir):
     assert 55 < ours["acc"] < 90
 
 
+def test_sst2_training_sample_is_stratified_deterministic_and_all_at_zero(data_dir):
+    data = load_task("SST2", data_dir)
+    sentences, labels = data["train"]
+    sample = sample_train(data, 10000)
+    kept, kept_labels = sample["train"]
+    assert len(kept) == len(kept_labels) == 10000
+    assert kept_labels.mean() == pytest.approx(labels.mean(), abs=1e-4)  # the 55.8% positives kept
+    rows = iter(zip(sentences, labels))  # the sample is rows of train, labels attached, in file order
+    assert all(any(row == (s, y) for row in rows) for s, y in zip(kept, kept_labels))
+    assert sample_train(data, 10000)["train"][0] == kept  # same seed, same sample
+    assert sample["dev"] is data["dev"] and sample["test"] is data["test"]
+    assert sample_train(data, 0) is data and sample_train(data, 10 ** 6) is data
+    seen = []
+    evaluate_transfer(lambda s: seen.append(len(s)) or hashed(s), tasks=["SST2"], data_dir=data_dir, sst2_train=3000)
+    assert seen == [3000, 1821, 872]  # train (sampled), test, dev: only the sample is encoded
+    with pytest.raises(SreError, match="sst2_train must be >= 0"):
+        evaluate_transfer(hashed, tasks=["SST2"], data_dir=data_dir, sst2_train=-1)
+
+
 def test_a_bad_solver_fails_before_anything_is_encoded(data_dir):
     encoded = []
     with pytest.raises(SreError, match="unknown solver 'adam'"):
@@ -101,7 +120,7 @@ def test_book_transfer_caches_and_encodes_with_the_right_weights(data_dir, monke
     probe = ["a man is playing a guitar", "the cat sleeps"]
     calls = []
 
-    def fake_protocol(encode, tasks, data_dir, kfold, mrpc_features, solver):
+    def fake_protocol(encode, tasks, data_dir, kfold, mrpc_features, solver, sst2_train):
         calls.append((tasks, kfold, mrpc_features, solver))
         return {"probe": float(np.abs(encode(probe)).sum()), "avg": 0.0}
 
