@@ -359,9 +359,8 @@ def total_minutes(*groups) -> float:
 # SentEval's transfer protocol per scale: the papers' 10-fold at paper scale; 3 folds on the CPU (the nested
 # search fits 6 C values x k inner folds for each of k outer folds: 3 folds cost a quarter of 5), two small
 # tasks for smoke. `byop_variants`: how many BYOP variants Table 10 evaluates, the best on STS-B dev first
-# (None: all four); on 2 cores each row costs about 4 minutes, mostly encoding SST-2's 67k phrases.
-# sst2_train: SST-2 training phrases (0: all 67,349); at cpu a stratified sample, since encoding and fitting
-# SST-2's 67k phrases was about 45% of each Table 10 row
+# (None: all four). `sst2_train`: SST-2 training phrases (0: all 67,349); at cpu a stratified 10,000, since
+# encoding and fitting all of them was about 45% of a Table 10 row (about 4 min on 2 cores; 2.5-3 min now).
 TRANSFER_PROTOCOL = {"smoke": {"tasks": ["TREC", "MRPC"], "kfold": 2, "sst2_train": 0, "byop_variants": 1},
                      "cpu": {"tasks": None, "kfold": 3, "sst2_train": 10000, "byop_variants": 1},
                      "paper": {"tasks": None, "kfold": 10, "sst2_train": 0, "byop_variants": None}}
