@@ -126,8 +126,8 @@ def leave_one_out_teachers(seed_list: list[int], method: str = "simcse") -> dict
     single seed there is no other: the method's default teachers ({})."""
     if len(seed_list) < 2:
         return {s: {} for s in seed_list}
-    return {s: {"teachers": ",".join(f"{method}:{t}" for t in [t for t in seed_list if t != s][:2])}
-            for s in seed_list}
+    others = {s: [t for t in seed_list if t != s][:2] for s in seed_list}
+    return {s: {"teachers": ",".join(f"{method}:{t}" for t in others[s])} for s in seed_list}
 
 
 def best_row(results: dict[str, dict], prefix: str = "", poolings_only: bool = False) -> str:
@@ -360,7 +360,8 @@ def total_minutes(*groups) -> float:
 # search fits 6 C values x k inner folds for each of k outer folds: 3 folds cost a quarter of 5), two small
 # tasks for smoke. `byop_variants`: how many BYOP variants Table 10 evaluates, the best on STS-B dev first
 # (None: all four). `sst2_train`: SST-2 training phrases (0: all 67,349); at cpu a stratified 10,000, since
-# encoding and fitting all of them was about 45% of a Table 10 row (about 4 min on 2 cores; 2.5-3 min now).
+# encoding and fitting all of them was about 45% of a Table 10 row (on 2 cores a row took about 4 min with
+# all of them, 2.5-3 min with the sample).
 TRANSFER_PROTOCOL = {"smoke": {"tasks": ["TREC", "MRPC"], "kfold": 2, "sst2_train": 0, "byop_variants": 1},
                      "cpu": {"tasks": None, "kfold": 3, "sst2_train": 10000, "byop_variants": 1},
                      "paper": {"tasks": None, "kfold": 10, "sst2_train": 0, "byop_variants": None}}

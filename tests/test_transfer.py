@@ -121,19 +121,19 @@ def test_book_transfer_caches_and_encodes_with_the_right_weights(data_dir, monke
     calls = []
 
     def fake_protocol(encode, tasks, data_dir, kfold, mrpc_features, solver, sst2_train):
-        calls.append((tasks, kfold, mrpc_features, solver))
+        calls.append((tasks, kfold, mrpc_features, solver, sst2_train))
         return {"probe": float(np.abs(encode(probe)).sum()), "avg": 0.0}
 
     monkeypatch.setattr(transfer_module, "evaluate_transfer", fake_protocol)
     plm = book.transfer({"model_name": "tiny-random", "pooler": "avg"}, "smoke", data_dir)
-    assert calls == [(["TREC", "MRPC"], 2, "senteval", "liblinear")]  # the smoke protocol
+    assert calls == [(["TREC", "MRPC"], 2, "senteval", "liblinear", 0)]  # the smoke protocol (every SST-2 phrase)
     assert plm["metrics"]["probe"] == pytest.approx(float(np.abs(load_encoder("tiny-random", "avg").encode(probe)).sum()))
     again = book.transfer({"model_name": "tiny-random", "pooler": "avg"}, "smoke", data_dir)
     assert len(calls) == 1 and again["created"] == plm["created"]  # served from the cache
 
     run = book.transfer({"method": "simcse", "seed": 42}, "smoke", data_dir, tasks=["CR"], kfold=3)  # trains once
     trained = trained_method({"method": "simcse", "scale": "smoke", "seed": 42}, data_dir=data_dir)
-    assert calls[-1] == (["CR"], 3, "senteval", "liblinear")
+    assert calls[-1] == (["CR"], 3, "senteval", "liblinear", 0)
     assert run["metrics"]["probe"] == pytest.approx(float(np.abs(trained.encode(probe)).sum()), rel=1e-5)
     assert run["metrics"]["probe"] != pytest.approx(plm["metrics"]["probe"], rel=1e-3)  # not the raw PLM
     assert run["config"]["run"]["method"] == "simcse" and run["config"]["run_code"]
