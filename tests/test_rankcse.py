@@ -78,3 +78,31 @@ def test_teachers_are_trained_once_frozen_and_wired_into_the_loss(data_dir):
     assert not torch.allclose(contrastive, info_nce(z1, z2, 0.05))  # the BYOP margin is really applied
     terms["loss"].backward()
     assert method.encoder.model.embeddings.word_embeddings.weight.grad.abs().sum() > 0  # gradients reach the PLM
+
+    # the teacher's similarities of a batch are kept: a second run of the same batches (another row of Table 3)
+    # gets the very values encoding gives, without encoding again, and draws no random numbers meanwhile
+    from sre_repro.methods import rankcse
+
+    calls = []
+    encode = teacher.encoder.embed
+    teacher.encoder.embed = lambda *args, **kwargs: calls.append(1) or encode(*args, **kwargs)
+    rankcse._teacher_cosines.clear()
+    rankcse._cached_bytes = 0
+    first = method.teacher_scores(batch)
+    assert len(calls) == 1 and torch.equal(first, cosine_matrix(t, t))
+    again = RankCSE.build(cfg, "cpu", data_dir)  # the next run: a new module, the same kept teacher
+    again._teachers[0].encoder.embed = teacher.encoder.embed
+    assert torch.equal(again.teacher_scores(batch), first) and len(calls) == 1
+    other = method.collate(sentences[::-1])
+    state = torch.get_rng_state()
+    assert not torch.equal(method.teacher_scores(other), first) and len(calls) == 2  # another batch is encoded
+    assert torch.equal(torch.get_rng_state(), state)  # encoding or not leaves the student's random stream alone
+    # least recently used first out: a cap of one matrix keeps only the latest batch
+    cap, rankcse.TEACHER_CACHE_BYTES = rankcse.TEACHER_CACHE_BYTES, first.numel() * first.element_size()
+    try:
+        method.teacher_scores(method.collate(sentences[:3]))
+        assert len(calls) == 3 and len(rankcse._teacher_cosines) == 1
+        assert rankcse._cached_bytes == 3 * 3 * first.element_size()
+        assert torch.equal(method.teacher_scores(batch), first) and len(calls) == 4  # dropped, so encoded again
+    finally:
+        rankcse.TEACHER_CACHE_BYTES = cap

@@ -12,6 +12,11 @@ L = InfoNCE + gamma * ListMLE. With `byop=constant|dynamic` the InfoNCE term is 
   cached (sre_repro/trained.py). Teachers run in eval mode (no
   dropout) with their test-time pooler; with two, the scores are mixed alpha*T1 + (1-alpha)*T2 (alpha 0.33,
   community default). Only the teachers' order matters to ListMLE, so their temperature is left out.
+- A teacher's similarities for a batch are kept in memory (`TEACHER_CACHE_BYTES`, least recently used
+  dropped first), keyed by the teacher's kept weights file and the batch's exact token ids, so runs of one
+  seed that differ only in the student's loss (Table 3's three rows) encode each batch with a teacher
+  once. A teacher in eval mode is deterministic and draws no random numbers, so the values and the
+  student's random stream are those of encoding again.
 - ListMLE per row: ties broken by a random permutation, columns ordered by the teacher's score, then
   sum_k [log sum_{l>=k} exp(s_l) - s_k] (Plackett-Luce negative log-likelihood), mean over rows.
 - Left out: the community code's Jensen-Shannon self-distillation term, which clamps after the log and so
@@ -20,6 +25,8 @@ A teacher's code is not part of this method's code hash: after changing simcse.p
 """
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import torch
@@ -29,6 +36,9 @@ from .common import (PERTURBATIONS, DropoutViews, cosine_matrix, info_nce, margi
                      require_positive)
 
 TEACHER_METHODS = ["simcse", "simcse_sup"]
+TEACHER_CACHE_BYTES = 256 * 2 ** 20  # the cpu edition's nine runs need about 10 MB
+_teacher_cosines: OrderedDict = OrderedDict()  # (teacher weights file, batch key) -> cosine matrix
+_cached_bytes = 0
 
 
 @dataclass
@@ -97,18 +107,26 @@ class RankCSE(DropoutViews):
     @classmethod
     def build(cls, cfg, device, data_dir=None):
         from ..train import seed_everything
-        from ..trained import trained_method
+        from ..trained import kept_checkpoint, trained_method
 
-        teachers = [trained_method(teacher_cfg(cfg, m, s), device, data_dir) for m, s in parse_teachers(cfg["teachers"])]
+        configs = [teacher_cfg(cfg, m, s) for m, s in parse_teachers(cfg["teachers"])]
+        teachers = [trained_method(c, device, data_dir) for c in configs]
         seed_everything(cfg["seed"])  # a teacher trained just now must not change the student's random state
         method = super().build(cfg, device, data_dir)
         method._teachers = teachers  # a plain list: not parameters, not in the checkpoints
+        # the weights file's name holds the teacher's config, code and PLM; its time tells a rewritten file apart
+        files = [kept_checkpoint(c, data_dir) for c in configs]
+        method._teacher_keys = [f"{f.name}:{f.stat().st_mtime_ns}" for f in files]
         return method
 
     @torch.no_grad()
     def teacher_scores(self, batch) -> torch.Tensor:
         first = {k: v[: len(v) // 2] for k, v in batch.items()}  # one copy of each sentence: no dropout anyway
-        scores = [cosine_matrix(e, e) for e in (t.encoder.embed(first, pooler=t.cfg["eval_pooler"]) for t in self._teachers)]
+        digest = hashlib.sha256()
+        for name in sorted(first):
+            digest.update(f"{name}{tuple(first[name].shape)}".encode() + first[name].cpu().numpy().tobytes())
+        scores = [_teacher_cosine(key, digest.hexdigest(), teacher, first)
+                  for key, teacher in zip(self._teacher_keys, self._teachers)]
         if len(scores) == 1:
             return scores[0]
         return self.cfg["teacher_alpha"] * scores[0] + (1 - self.cfg["teacher_alpha"]) * scores[1]
@@ -125,6 +143,21 @@ class RankCSE(DropoutViews):
         ranking = list_mle(cosine_matrix(z1, z2) / tau, self.teacher_scores(batch))
         return {"loss": contrastive + self.cfg["gamma"] * ranking, "loss_contrastive": contrastive,
                 "loss_listmle": ranking}
+
+
+def _teacher_cosine(teacher_key: str, batch_key: str, teacher, batch) -> torch.Tensor:
+    global _cached_bytes
+    key = (teacher_key, batch_key)
+    if key in _teacher_cosines:
+        _teacher_cosines.move_to_end(key)
+        return _teacher_cosines[key]
+    embeddings = teacher.encoder.embed(batch, pooler=teacher.cfg["eval_pooler"])
+    cosines = _teacher_cosines[key] = cosine_matrix(embeddings, embeddings)
+    _cached_bytes += cosines.numel() * cosines.element_size()
+    while _cached_bytes > TEACHER_CACHE_BYTES:
+        _, dropped = _teacher_cosines.popitem(last=False)
+        _cached_bytes -= dropped.numel() * dropped.element_size()
+    return cosines
 
 
 METHOD = RankCSE
