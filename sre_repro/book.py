@@ -42,7 +42,8 @@ GRIDS = {
     "sarcse_thetas": {"smoke": [0.1, 0.5], "cpu": [0.0, 0.1, 0.3, 0.6], "default": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6]},
     "ifm_margins": {"smoke": [0.1], "default": [0.01, 0.05, 0.1]},
     # paper: Appendix B's m in [0.01, 0.10] by 0.01
-    "byopc_margins": {"smoke": [0.01], "cpu": [0.01, 0.03, 0.1], "paper": [round(0.01 * k, 2) for k in range(1, 11)],
+    # cpu: the range's two ends (0.01 is Table 6's BYOPC margin, so only 0.1 is an extra run)
+    "byopc_margins": {"smoke": [0.01], "cpu": [0.01, 0.1], "paper": [round(0.01 * k, 2) for k in range(1, 11)],
                       "default": [0.01, 0.03, 0.05, 0.07, 0.1]},
     # cpu: Table 6's two BYOPD perturbations for BERT-base (n- single, p+n- multi-task), each tried with the other loss
     "byopd_perturbations": {"smoke": ["n-"], "cpu": ["n-", "p+n-"], "default": ["p-n-", "p+n-", "p+", "p-", "n-"]},
@@ -120,14 +121,26 @@ def train_seeds(method: str, scale: str, seed_list: list[int], model_name: str =
                   data_dir=data_dir, force=force, allow_stale=allow_stale) for s in seed_list]
 
 
-def leave_one_out_teachers(seed_list: list[int], method: str = "simcse") -> dict[int, dict]:
-    """RankCSE's teachers per student seed: the book's `method` runs at the other seeds (the first two), so
-    the teachers are the chapter's own SimCSE rows and no student is taught by a run of its own seed. With a
-    single seed there is no other: the method's default teachers ({})."""
-    if len(seed_list) < 2:
-        return {s: {} for s in seed_list}
-    others = {s: [t for t in seed_list if t != s][:2] for s in seed_list}
-    return {s: {"teachers": ",".join(f"{method}:{t}" for t in others[s])} for s in seed_list}
+# Table 3's student seeds per scale: the first n of the chapter's seeds (all where a scale is not named). At
+# cpu two, to keep the chapter near an hour on 2 cores (a third costs ~6 min); each is still taught by two
+# SimCSE runs of the chapter's seeds.
+RANKCSE_STUDENTS = {"cpu": 2}
+
+
+def rankcse_seeds(scale: str, seed_list: list[int], chosen=None) -> list[int]:
+    """Table 3's student seeds: `chosen` when given, else the scale's first n of `seed_list`."""
+    _check_scale(scale)
+    chosen = as_list(chosen, "rankcse_seeds")
+    return chosen if chosen else seed_list[:RANKCSE_STUDENTS.get(scale, len(seed_list))]
+
+
+def leave_one_out_teachers(students: list[int], pool: list[int] | None = None,
+                           method: str = "simcse") -> dict[int, dict]:
+    """RankCSE's teachers per student seed: the book's `method` runs at the first two other seeds of `pool`
+    (default: the students), so the teachers are the chapter's own SimCSE rows and no student is taught by a
+    run of its own seed. Where the pool has no other seed: the method's default teachers ({})."""
+    others = {s: [t for t in (pool or students) if t != s][:2] for s in students}
+    return {s: {"teachers": ",".join(f"{method}:{t}" for t in others[s])} if others[s] else {} for s in students}
 
 
 def best_row(results: dict[str, dict], prefix: str = "", poolings_only: bool = False) -> str:

@@ -68,6 +68,14 @@ def test_rankcse_teachers_are_the_simcse_runs_of_the_other_seeds():
     assert book.leave_one_out_teachers([1, 2]) == {1: {"teachers": "simcse:2"}, 2: {"teachers": "simcse:1"}}
     assert book.leave_one_out_teachers([5, 6, 7, 8])[5] == {"teachers": "simcse:6,simcse:7"}  # RankCSE mixes two
     assert book.leave_one_out_teachers([42]) == {42: {}}  # no other seed: the method's default teachers
+    # fewer students than SimCSE runs (Table 3 at cpu): each student still learns from two other seeds
+    assert book.leave_one_out_teachers([42, 43], pool=[42, 43, 44]) == {42: {"teachers": "simcse:43,simcse:44"},
+                                                                        43: {"teachers": "simcse:42,simcse:44"}}
+    assert book.rankcse_seeds("cpu", [42, 43, 44]) == [42, 43]
+    assert book.rankcse_seeds("paper", [42, 43, 44]) == [42, 43, 44]
+    assert book.rankcse_seeds("cpu", [42, 43, 44], "[44]") == [44]  # papermill's -p rankcse_seeds "[44]"
+    with pytest.raises(book.SreError, match="rankcse_seeds must be a list"):
+        book.rankcse_seeds("cpu", [42, 43, 44], "44")
     # a teacher is the very run the chapter's SimCSE row made (same resolved config, so the same weights)
     student = resolve(overrides={"method": "rankcse", "scale": "cpu", "seed": 42, "teachers": "simcse:43,simcse:44"})
     assert resolve(overrides=teacher_cfg(student, "simcse", 43)) == resolve(overrides={"method": "simcse", "scale": "cpu", "seed": 43})
