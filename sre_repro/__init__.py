@@ -5,6 +5,8 @@ import warnings
 # Offline by default: nothing downloads unless the user sets HF_HUB_OFFLINE=0 themselves.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+if os.environ.get("SRE_REPRO_PROGRESS") == "0":  # no bars at all: also transformers' "Loading weights" per model
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 # tqdm.auto in a kernel without ipywidgets falls back to text bars; its warning about that is noise in the book.
 warnings.filterwarnings("ignore", message="IProgress not found")
 

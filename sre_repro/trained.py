@@ -50,7 +50,8 @@ def _finished_here(kind: str, cfg: dict, work: Path) -> bool:
 
 
 def trained_method(overrides: dict, device: str | None = None, data_dir=None):
-    """The run's method module (encoder and its heads) with the kept weights, frozen and in eval mode."""
+    """The run's method module (encoder and its heads) with the kept weights, frozen and in eval mode;
+    `.kept_file` is the weights file."""
     from .encoder import default_device
     from .methods import get_method
 
@@ -59,4 +60,5 @@ def trained_method(overrides: dict, device: str | None = None, data_dir=None):
     cfg = resolve(overrides=overrides)
     method = get_method(cfg["method"]).build(cfg, device, data_dir).to(device)
     method.load_state_dict(torch.load(saved, weights_only=False))
+    method.kept_file = saved  # which weights these are (RankCSE's teacher cache is keyed by it)
     return method.eval().requires_grad_(False)

@@ -63,6 +63,7 @@ def test_teachers_are_trained_once_frozen_and_wired_into_the_loss(data_dir):
     assert saved[0].stat().st_mtime_ns == stamp and torch.equal(torch.rand(1), after_training)
 
     teacher = method._teachers[0]
+    assert teacher.kept_file == saved[0] and method._teacher_keys == [f"{saved[0].name}:{stamp}"]  # the cache's key
     assert not teacher.training and not any(p.requires_grad for p in teacher.parameters())
     assert not any(name.startswith("_teachers") for name, _ in method.named_parameters())
 

@@ -107,7 +107,7 @@ class RankCSE(DropoutViews):
     @classmethod
     def build(cls, cfg, device, data_dir=None):
         from ..train import seed_everything
-        from ..trained import kept_checkpoint, trained_method
+        from ..trained import trained_method
 
         configs = [teacher_cfg(cfg, m, s) for m, s in parse_teachers(cfg["teachers"])]
         teachers = [trained_method(c, device, data_dir) for c in configs]
@@ -115,8 +115,7 @@ class RankCSE(DropoutViews):
         method = super().build(cfg, device, data_dir)
         method._teachers = teachers  # a plain list: not parameters, not in the checkpoints
         # the weights file's name holds the teacher's config, code and PLM; its time tells a rewritten file apart
-        files = [kept_checkpoint(c, data_dir) for c in configs]
-        method._teacher_keys = [f"{f.name}:{f.stat().st_mtime_ns}" for f in files]
+        method._teacher_keys = [f"{t.kept_file.name}:{t.kept_file.stat().st_mtime_ns}" for t in teachers]
         return method
 
     @torch.no_grad()
