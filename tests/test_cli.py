@@ -62,10 +62,12 @@ def test_bad_input_is_one_line_and_exit_2(args, message):
 
 
 @pytest.mark.parametrize("progress, bars", [("0", False), ("1", True)])
-def test_sre_repro_progress_0_also_silences_transformers_loading_bars(progress, bars):
+@pytest.mark.parametrize("first", ["", "import transformers; "])  # a notebook may import transformers first
+def test_sre_repro_progress_0_also_silences_transformers_loading_bars(progress, bars, first):
     """SRE_REPRO_PROGRESS=0 (the Makefile's and CI's setting) keeps the notebooks' outputs free of bars."""
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_PROGRESS_BARS"}
-    out = subprocess.run([sys.executable, "-c", "from sre_repro.encoder import load_encoder; load_encoder('sre-bert')"],
+    code = first + "from sre_repro.encoder import load_encoder; load_encoder('sre-bert')"
+    out = subprocess.run([sys.executable, "-c", code],
                          capture_output=True, text=True, cwd=REPO_ROOT, env={**env, "SRE_REPRO_PROGRESS": progress},
                          timeout=300)
     assert out.returncode == 0, out.stderr
