@@ -1,5 +1,6 @@
 """Every notebook runs at smoke scale, the book builds from the executed copies, and headless Chromium
 renders each chapter's tables and figures."""
+import json
 import os
 import re
 import shutil
@@ -21,6 +22,8 @@ EXPECTED = {"00_baselines": (4, 1), "00b_stand_in_plm": (7, 2), "01_simcse": (3,
 
 def test_notebooks_are_thin_sources():
     for name in NOTEBOOKS:
+        raw = json.loads((REPO_ROOT / "notebooks" / f"{name}.ipynb").read_text())
+        assert all("id" in c for c in raw["cells"]), f"{name}: a cell without an id (nbformat 4.5 requires them)"
         nb = nbformat.read(REPO_ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
         code = [c for c in nb.cells if c.cell_type == "code"]
         assert "parameters" in code[0].metadata.get("tags", []), name
