@@ -6,6 +6,7 @@ every seed); byop executes its chapter at cpu scale (papermill, into work/execut
 import sys
 
 from sre_repro import book
+from sre_repro.chapters import sarcse as sarcse_chapter
 
 which = sys.argv[1:] or ["baselines", "simcse", "simcse_sup"]
 if "baselines" in which:
@@ -19,11 +20,11 @@ if "sarcse" in which:
     seeds = book.seeds("cpu")
     groups = [("sarcse", seeds, {}), ("sarcse", seeds, {"weighting": "plain"}),
               ("sarcse", seeds, {"weighting": "plain", "decoder": False})]
-    groups += [("sarcse", seeds[:1], {"theta": theta}) for theta in book.grid("sarcse_thetas", "cpu")]
-    batches = book.grid("sarcse_batch_sizes", "cpu")
-    groups += [(method, seeds[:1], book.same_budget("cpu", method, batch))
+    groups += [("sarcse", seeds[:1], {"theta": theta}) for theta in sarcse_chapter.grid("sarcse_thetas", "cpu")]
+    batches = sarcse_chapter.grid("sarcse_batch_sizes", "cpu")
+    groups += [(method, seeds[:1], sarcse_chapter.same_budget("cpu", method, batch))
                for batch in batches for method in ("simcse", "sarcse")]
-    groups += [(method, seeds, book.same_budget("cpu", method, max(batches))) for method in ("simcse", "sarcse")]
+    groups += [(method, seeds, sarcse_chapter.same_budget("cpu", method, max(batches))) for method in ("simcse", "sarcse")]
     for method, seed_list, overrides in groups:
         for r in book.train_seeds(method, "cpu", seed_list, allow_stale=False, **overrides):
             print(method, overrides, r["seed"], r["metrics"]["sts"]["avg"], r["wall_seconds"], flush=True)

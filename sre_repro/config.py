@@ -31,7 +31,9 @@ class CommonConfig:
     max_steps: int = 0              # 0: `epochs` passes over the corpus
     batch_size: int = 64
     max_len: int = 32               # training truncation; mlm: block length (evaluation never truncates)
-    lr: float = 3e-5
+    lr: float = 3e-5                # the PLM's learning rate
+    head_lr: float = 0.0            # learning rate of the modules a method adds (Method.added_modules); 0: lr
+    head_warmup_ratio: float = -1.0  # their linear warm-up, as a share of the steps; -1: warmup_ratio
     weight_decay: float = 0.0
     warmup_ratio: float = 0.0
     adam_eps: float = 1e-8
@@ -39,6 +41,7 @@ class CommonConfig:
     eval_steps: int = 125           # STS-B dev every N steps; the best checkpoint is kept
     checkpoint_steps: int = 0       # resumable checkpoint every N steps; 0: at every evaluation
     eval_pooler: str = "cls"        # pooler at evaluation (train-time poolers belong to the method)
+    eval_max_pairs: int = 0         # score at most N evenly spaced pairs per STS (sub)set, dev included; 0: all
     precision: str = "fp32"         # fp32 | bf16 (autocast, CPU or GPU) | fp16 (GPU autocast)
     device: str = "auto"            # auto | cpu | cuda
     seed: int = 42
@@ -47,7 +50,7 @@ class CommonConfig:
 # Scale presets shared by every method; a method may add its own on top.
 SCALE_PRESETS = {
     "smoke": dict(model_name="tiny-random", train_data="wiki1m", max_train_examples=96, batch_size=8,
-                  max_len=16, max_steps=6, eval_steps=3, lr=1e-4, precision="fp32"),
+                  max_len=16, max_steps=6, eval_steps=3, lr=1e-4, precision="fp32", eval_max_pairs=100),
     # sre-bert: the book's own small raw BERT (models/sre-bert). fp32: the build machines' CPUs (AMD EPYC,
     # AVX2) have no bf16 units; bf16 autocast is ~30x slower there (make bench).
     "cpu": dict(model_name="sre-bert", train_data="wiki1m", batch_size=64, max_len=32, max_steps=100,
@@ -141,7 +144,13 @@ def validate(cfg: dict, method_cls) -> None:
     for key in ("lr", "epochs", "eval_steps"):
         if cfg[key] <= 0:
             raise SreError(f"parameter {key} must be positive, got {cfg[key]}")
-    for key in ("max_steps", "max_train_examples", "checkpoint_steps", "weight_decay", "warmup_ratio", "grad_clip"):
+    if cfg["head_lr"] < 0:
+        raise SreError(f"parameter head_lr must be >= 0 (0: the same as lr), got {cfg['head_lr']}")
+    if not (cfg["head_warmup_ratio"] == -1 or 0 <= cfg["head_warmup_ratio"] <= 1):
+        raise SreError(f"parameter head_warmup_ratio must lie in [0, 1] (or -1: as warmup_ratio), "
+                       f"got {cfg['head_warmup_ratio']}")
+    for key in ("max_steps", "max_train_examples", "checkpoint_steps", "weight_decay", "warmup_ratio", "grad_clip",
+                "eval_max_pairs"):
         if cfg[key] < 0:
             raise SreError(f"parameter {key} must be >= 0, got {cfg[key]}")
     method_cls.validate(cfg)

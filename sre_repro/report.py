@@ -100,13 +100,24 @@ def variance_verdict(base, variant, claim: str, level: float = 0.05) -> dict:
             "std (variant)": round(float(variant.std(ddof=1)), 2), "p": round(p, 3), "verdict": word}
 
 
+def poolers(cfg: dict) -> tuple[str, str]:
+    """The sentence embedding a run trains with and the one it is tested with."""
+    if cfg.get("method") == "sarcse" and cfg.get("embedding", "z") == "z":
+        return "Z (SARCSE's CNN)", "Z (SARCSE's CNN)"
+    train_pooler = cfg.get("pooler", cfg.get("eval_pooler"))
+    return ("cls + MLP" if train_pooler == "cls" else train_pooler), cfg.get("eval_pooler")
+
+
 def scale_banner(scale: str, cfg: dict | None = None, seeds=None, extra: str = "") -> str:
-    """The line printed above every table: what was run, at which scale."""
+    """The line printed above every table: what was run, at which scale, pooled how in training and at test."""
     parts = [f"Scale: {scale}"]
     if cfg:
         steps = cfg["max_steps"] or f"{cfg['epochs']} epoch(s)"
+        head = f", added modules lr {cfg['head_lr']}" if cfg.get("head_lr") else ""
+        trained_with, tested_with = poolers(cfg)
         parts.append(f"model {cfg['model_name']}, {cfg['train_data']}, {steps} steps x batch {cfg['batch_size']}, "
-                     f"max_len {cfg['max_len']}, lr {cfg['lr']}, {cfg['precision']}")
+                     f"max_len {cfg['max_len']}, lr {cfg['lr']}{head}, {cfg['precision']}")
+        parts.append(f"pooler: {trained_with} in training, {tested_with} at test")
     if seeds:
         parts.append("seeds " + ", ".join(map(str, seeds)))
     if extra:
@@ -120,3 +131,78 @@ def stale_warning(results: list[dict]) -> str:
         return f"All {len(results)} results shown were computed by the current library code."
     return (f"WARNING: {len(stale)} result(s) were computed by library code or from model weights that have changed since "
             f"({', '.join(stale)}); rerun with force=True to refresh them.")
+
+
+# Did it train? The rule the book applies before it judges a component, stated once (appendix "The cpu recipe"):
+# a component trained when its own loss term fell by at least TRAINED_LOSS_DROP (first step -> the evaluation
+# interval ending at the kept step) or its added weights moved by at least TRAINED_MOVED (||W - W0|| / ||W0||
+# at the kept step). A kept checkpoint whose STS-B test embeddings have anisotropy above COLLAPSE_ANISOTROPY
+# is flagged as collapsed.
+TRAINED_LOSS_DROP = 0.10
+TRAINED_MOVED = 0.01
+COLLAPSE_ANISOTROPY = 0.8
+
+
+def collapsed(run: dict) -> bool:
+    return run["metrics"]["geometry"]["anisotropy"] > COLLAPSE_ANISOTROPY
+
+
+def loss_drop(run: dict, term: str) -> float | None:
+    """Relative fall of a loss term from the first step to the kept step (None: not recorded)."""
+    entry = (run.get("training") or {}).get("terms", {}).get(term)
+    if not entry or not entry["first"]:
+        return None
+    return (entry["first"] - entry["kept"]) / abs(entry["first"])
+
+
+def component_trained(run: dict, modules=(), terms=()) -> bool | None:
+    """Whether a run's component trained by the book's rule: any of its `modules` moved >= TRAINED_MOVED, or
+    any of its own loss `terms` fell >= TRAINED_LOSS_DROP. None for a record made before runs kept this."""
+    training = run.get("training")
+    if training is None:
+        return None
+    moved = [training["moved"].get(m) for m in modules]
+    drops = [loss_drop(run, t) for t in terms]
+    return any(v is not None and v >= TRAINED_MOVED for v in moved) or any(d is not None and d >= TRAINED_LOSS_DROP for d in drops)
+
+
+def component_verdict(differences, claim: str, runs: list[dict], modules=(), terms=(), **kwargs) -> dict:
+    """`verdict`, issued only when the component under test trained in every run it rests on; otherwise the
+    verdict says "not tested at this budget" and why."""
+    result = verdict(differences, claim, **kwargs)
+    status = [component_trained(r, modules, terms) for r in runs]
+    what = " / ".join([*modules, *terms])
+    if any(s is None for s in status):
+        result["verdict"] = f"not tested at this budget (these records do not show whether {what} trained)"
+    elif not all(status):
+        result["verdict"] = (f"not tested at this budget ({what} did not train in {status.count(False)} of "
+                             f"{len(status)} runs: moved < {TRAINED_MOVED:.0%} and loss fell < {TRAINED_LOSS_DROP:.0%})")
+    return result
+
+
+def _pct(value) -> str:
+    return "–" if value is None else f"{100 * value:.3g}%"
+
+
+def training_table(groups: dict[str, list[dict]]) -> pd.DataFrame:
+    """Did it train, one row per run: kept step, each weighted loss term first -> kept with its share of the
+    loss at the kept step, how far each added module and the PLM moved, and the kept checkpoint's STS-B test
+    anisotropy (flagged when collapsed)."""
+    rows = {}
+    for name, results in groups.items():
+        for r in results:
+            t = r.get("training")
+            label = f"{name} (seed {r['seed']})"
+            aniso = r["metrics"]["geometry"]["anisotropy"]
+            row = {"kept step": r["metrics"].get("best_step"),
+                   "anisotropy": f"{aniso:.3f}" + (" COLLAPSED" if aniso > COLLAPSE_ANISOTROPY else "")}
+            if t is None:
+                rows[label] = {**row, "loss first → kept": "not recorded (older record)"}
+                continue
+            row["loss first → kept"] = f"{t['loss_first']:.4g} → {t['loss_kept']:.4g}"
+            for term, e in t["terms"].items():
+                row[f"{term} first → kept (share)"] = f"{e['first']:.4g} → {e['kept']:.4g} ({_pct(e['share_kept'])})"
+            for module, moved in t["moved"].items():
+                row[f"moved: {module}"] = _pct(moved)
+            rows[label] = row
+    return pd.DataFrame.from_dict(rows, orient="index").fillna("")

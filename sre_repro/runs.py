@@ -41,8 +41,21 @@ def work_dir(path=None) -> Path:
     return Path(path or os.environ.get("SRE_REPRO_WORK") or REPO_ROOT / "work")
 
 
+# Knobs added after records were made, at the value that computes exactly what the code did before them: a
+# config that leaves them there is the same run as before, so they stay out of its identity (hash and cache).
+NEUTRAL_LATER_KNOBS = {"head_lr": 0.0, "head_warmup_ratio": -1.0, "eval_max_pairs": 0, "max_pairs": 0,
+                       "listmle_reduction": "sum"}
+
+
+def identity(cfg: dict) -> dict:
+    """The config that names a run: `cfg` (and any config nested in it) less the later knobs at their neutral values."""
+    return {k: identity(v) if isinstance(v, dict) else v for k, v in cfg.items()
+            if not (k in NEUTRAL_LATER_KNOBS and v == NEUTRAL_LATER_KNOBS[k]
+                    and type(v) is type(NEUTRAL_LATER_KNOBS[k]))}
+
+
 def config_hash(cfg: dict) -> str:
-    return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(identity(cfg), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def code_hash(kind: str) -> str:
@@ -114,7 +127,7 @@ def read(kind: str, cfg: dict, root=None) -> dict | None:
     path = run_path(kind, cfg, root)
     try:
         result = json.loads(path.read_text())
-        if result.get("config") != cfg:
+        if identity(result.get("config") or {}) != identity(cfg):
             return None
     except (OSError, ValueError):
         return None

@@ -1,9 +1,15 @@
 """The one training loop every method uses, the stand-in PLM's MLM pretraining included.
 
-AdamW, linear schedule (optional warm-up), gradient clipping, the method's dev metrics every `eval_steps`
-(STS-B dev for sentence-embedding methods; the best checkpoint is kept and is what gets tested), a
-resumable checkpoint every `checkpoint_steps`, optional autocast. Same config + seed -> identical numbers on the CPU, also across an interruption and resume
-(the checkpoint holds the optimiser, schedule, data position and RNG states).
+AdamW in two parameter groups: the PLM at `lr`, the modules the method adds (`Method.added_modules`: heads,
+decoders, CNNs, ...) at `head_lr` with their own warm-up; linear schedule, gradient clipping, the method's
+dev metrics every `eval_steps` (STS-B dev for sentence-embedding methods; the best checkpoint is kept and is
+what gets tested), a resumable checkpoint every `checkpoint_steps`, optional autocast. Same config + seed ->
+identical numbers on the CPU, also across an interruption and resume (the checkpoint holds the optimiser,
+schedule, data position, RNG states and the starting weights of the added modules).
+
+"Did it train" is recorded with every run (`training_summary`): each loss term at the first step and over
+the evaluation interval that ends at the kept step, with its weighted share of the loss, and how far each
+added module (and the PLM) moved from its starting weights, ||W - W0|| / ||W0||, at every evaluation.
 """
 from __future__ import annotations
 
@@ -66,15 +72,17 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
     orders = [torch.randperm(len(examples), generator=generator) for _ in range(math.ceil(total / per_epoch))]
 
     params = [p for p in method.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=cfg["lr"], eps=cfg["adam_eps"], weight_decay=cfg["weight_decay"])
-    warmup = int(cfg["warmup_ratio"] * total)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: s / max(1, warmup) if s < warmup else max(0.0, (total - s) / max(1, total - warmup)))
+    groups = parameter_groups(method, cfg)
+    optimizer = torch.optim.AdamW(groups, lr=cfg["lr"], eps=cfg["adam_eps"], weight_decay=cfg["weight_decay"])
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, [linear_schedule(g["warmup_ratio"], total) for g in groups])
+    watched = watched_modules(method)
+    start_weights = {name: _flat_weights(module) for name, module in watched.items()}
 
     work = runs.work_dir(work_root) / kind / runs.config_hash(cfg)
     work.mkdir(parents=True, exist_ok=True)
     last_ckpt, best_ckpt = work / "last.pt", work / "best.pt"
-    state = {"step": 0, "curve": [], "best": -math.inf, "best_step": 0, "train_seconds": 0.0}
+    state = {"step": 0, "curve": [], "best": -math.inf, "best_step": 0, "train_seconds": 0.0, "first_terms": {},
+             "interval_terms": {}, "interval_steps": 0}
     # a checkpoint resumes only the computation that made it: same code, same starting weights
     origin = {"code_hash": runs.code_hash(kind), "model_fingerprint": runs.model_fingerprint(cfg["model_name"])}
     ckpt = torch.load(last_ckpt, weights_only=False) if last_ckpt.exists() and not force else None
@@ -87,12 +95,15 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
         schedule.load_state_dict(ckpt["schedule"])
         torch.set_rng_state(ckpt["torch_rng"])
         state = ckpt["state"]
+        start_weights = ckpt["start_weights"]
     checkpoint_every = cfg["checkpoint_steps"] or cfg["eval_steps"]
 
     def dev_evaluation(step, loss_terms):
         metrics = method.dev_metrics()
         score = metrics[method.selection_metric]
-        point = {"step": step, **{k: float(v) for k, v in loss_terms.items()}, **metrics}
+        moved = {f"moved/{name}": relative_change(_flat_weights(module), start_weights[name])
+                 for name, module in watched.items()}
+        point = {"step": step, **loss_terms, **moved, **metrics}
         state["curve"].append(point)
         if score > state["best"]:
             state["best"], state["best_step"] = score, step
@@ -121,9 +132,15 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
         schedule.step()
         optimizer.zero_grad(set_to_none=True)
         state["step"] = step = step + 1
-        last_terms = {k: v.detach() for k, v in terms.items()}
+        values = {k: float(v.detach()) for k, v in terms.items()}
+        if step == 1:
+            state["first_terms"] = values
+        state["interval_terms"] = {k: state["interval_terms"].get(k, 0.0) + v for k, v in values.items()}
+        state["interval_steps"] += 1
         if step % cfg["eval_steps"] == 0 or step == total:
-            score = dev_evaluation(step, last_terms)
+            # the loss terms averaged over the steps since the last evaluation (one batch is too noisy to judge by)
+            score = dev_evaluation(step, {k: v / state["interval_steps"] for k, v in state["interval_terms"].items()})
+            state["interval_terms"], state["interval_steps"] = {}, 0
             bar.set_postfix(loss=f"{loss.item():.4f}", dev=f"{score:.2f}")
             method.train()
         bar.update(1)
@@ -132,7 +149,7 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
             tick = time.time()
             _save_torch_atomic({"method": method.state_dict(), "optimizer": optimizer.state_dict(),
                                 "schedule": schedule.state_dict(), "torch_rng": torch.get_rng_state(),
-                                "state": state, "origin": origin}, last_ckpt)
+                                "state": state, "origin": origin, "start_weights": start_weights}, last_ckpt)
         if interrupt_at_step is not None and step == interrupt_at_step:
             raise Interrupted(f"interrupted at step {step}")
     bar.close()
@@ -142,5 +159,59 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
     result = {"metrics": {**final, f"{method.selection_metric}_best": state["best"], "best_step": state["best_step"]},
               "dev_curve": state["curve"], "steps": total, "n_train_examples": len(examples),
               "train_seconds": state["train_seconds"], "wall_seconds": time.time() - started,
-              "seed": cfg["seed"], "device": device}
+              "seed": cfg["seed"], "device": device,
+              "training": training_summary(state["curve"], state["best_step"], state["first_terms"],
+                                           method.term_weights(), list(watched))}
     return runs.save(kind, cfg, result, results_root)
+
+
+def parameter_groups(method, cfg: dict) -> list[dict]:
+    """AdamW groups: the PLM (and anything else not declared added) at `lr`; the method's added modules at
+    `head_lr` (0: `lr`) with their own warm-up (`head_warmup_ratio`, -1: `warmup_ratio`). The PLM group
+    comes first and keeps the parameters' order, so a method without added modules trains as with one group."""
+    added = {id(p) for module in method.added_modules().values() for p in module.parameters() if p.requires_grad}
+    plm = [p for p in method.parameters() if p.requires_grad and id(p) not in added]
+    head = [p for p in method.parameters() if p.requires_grad and id(p) in added]
+    groups = [{"name": "plm", "params": plm, "lr": cfg["lr"], "warmup_ratio": cfg["warmup_ratio"]}]
+    if head:
+        head_warmup = cfg["warmup_ratio"] if cfg["head_warmup_ratio"] < 0 else cfg["head_warmup_ratio"]
+        groups.append({"name": "added", "params": head, "lr": cfg["head_lr"] or cfg["lr"], "warmup_ratio": head_warmup})
+    return groups
+
+
+def linear_schedule(warmup_ratio: float, total: int):
+    """Multiplier of a group's lr at step s: linear warm-up over warmup_ratio * total steps, then linear decay to 0."""
+    warmup = int(warmup_ratio * total)
+    return lambda s: s / max(1, warmup) if s < warmup else max(0.0, (total - s) / max(1, total - warmup))
+
+
+def watched_modules(method) -> dict:
+    """The modules whose movement every run records: the method's added modules, and the PLM itself."""
+    return {**method.added_modules(), "plm": method.encoder.model}
+
+
+def _flat_weights(module) -> torch.Tensor:
+    return torch.cat([p.detach().float().flatten().cpu() for p in module.parameters()]).clone()
+
+
+def relative_change(now: torch.Tensor, start: torch.Tensor) -> float:
+    """||W - W0|| / ||W0|| over all of a module's parameters at once."""
+    return float((now - start).norm() / start.norm().clamp(min=1e-12))
+
+
+def training_summary(curve: list[dict], kept_step: int, first_terms: dict, weights: dict, modules: list[str]) -> dict:
+    """What a run's kept checkpoint learned, from its dev curve: the kept step; per loss term its value at
+    the first step and over the evaluation interval that ends at the kept step, and its share of the loss
+    there (weight x term / loss; a method's `term_weights`); per watched module its relative weight change at
+    the kept step."""
+    kept = next((point for point in curve if point["step"] == kept_step), curve[-1] if curve else {})
+    terms = {}
+    for name in first_terms:
+        if name == "loss":
+            continue
+        weight = weights.get(name, 1.0)
+        terms[name] = {"weight": weight, "first": first_terms[name], "kept": kept.get(name),
+                       "share_first": weight * first_terms[name] / first_terms["loss"] if first_terms["loss"] else None,
+                       "share_kept": weight * kept[name] / kept["loss"] if kept.get("loss") else None}
+    return {"kept_step": kept_step, "loss_first": first_terms.get("loss"), "loss_kept": kept.get("loss"),
+            "terms": terms, "moved": {name: kept.get(f"moved/{name}") for name in modules}}

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from sre_repro import book
+from sre_repro.chapters import sarcse as sarcse_chapter, byop as byop_chapter
 from sre_repro.errors import SreError
 
 
@@ -11,17 +12,17 @@ def _run(cos=None, dev=0.0, importance=None):
 
 
 def test_same_budget_keeps_the_number_of_training_sentences():
-    base = book.same_budget("cpu", "sarcse", 64)
+    base = sarcse_chapter.same_budget("cpu", "sarcse", 64)
     assert base["max_steps"] == 100
-    assert book.same_budget("cpu", "sarcse", 32)["max_steps"] == 200
-    big = book.same_budget("cpu", "sarcse", 512)
+    assert sarcse_chapter.same_budget("cpu", "sarcse", 32)["max_steps"] == 200
+    big = sarcse_chapter.same_budget("cpu", "sarcse", 512)
     assert big["max_steps"] == 12 and big["batch_size"] == 512 and 1 <= big["eval_steps"] <= 12
 
 
 def test_cosine_spread_is_the_within_group_variance():
     gold = np.array([0.5, 0.7, 1.5, 4.5, 5.0, 4.2])
     cos = np.array([0.1, 0.3, 0.5, 0.9, 0.7, 0.8])
-    table = book.cosine_spread({"m": _run(cos.tolist())}, gold)
+    table = sarcse_chapter.cosine_spread({"m": _run(cos.tolist())}, gold)
     assert table.loc["m", "0-1"] == pytest.approx(np.var([0.1, 0.3]))
     assert table.loc["m", "4-5"] == pytest.approx(np.var([0.9, 0.7, 0.8]))  # 5.0 belongs to the last group
     assert np.isnan(table.loc["m", "2-3"])
@@ -29,7 +30,7 @@ def test_cosine_spread_is_the_within_group_variance():
 
 def test_importance_rows_scale_each_sentence_and_invert_errors():
     run = _run(importance={"err": [[("a", 2.0), ("b", 4.0), ("c", 3.0)]]})
-    rows = book.importance_rows(run, "err", "x", invert=True)
+    rows = sarcse_chapter.importance_rows(run, "err", "x", invert=True)
     assert rows == {"x #1": [("a", 1.0), ("b", 0.0), ("c", 0.5)]}
 
 
@@ -44,38 +45,38 @@ def test_batch_gain_matches_runs_by_seed():
 
     preset = [run(42, 30.0), run(43, 31.0), run(44, 35.0)]
     larger = [run(44, 36.5), run(42, 29.0)]  # order differs from the preset runs'
-    assert book.batch_gain(larger, preset).tolist() == [1.5, -1.0]
+    assert sarcse_chapter.batch_gain(larger, preset).tolist() == [1.5, -1.0]
     with pytest.raises(book.SreError, match="seed"):
-        book.batch_gain([run(7, 1.0)], preset)
+        sarcse_chapter.batch_gain([run(7, 1.0)], preset)
 
 
 def test_grids_follow_the_scale_unless_chosen():
-    assert book.grid("sarcse_batch_sizes", "cpu") == [32, 64, 128, 512]
-    assert book.grid("sarcse_batch_sizes", "paper") == [32, 64, 128, 192, 256, 512]
-    assert book.grid("sarcse_batch_sizes", "smoke") == [4, 8]
-    assert book.grid("ifm_margins", "paper", [0.02]) == [0.02]
+    assert sarcse_chapter.grid("sarcse_batch_sizes", "cpu") == [32, 64, 128, 512]
+    assert sarcse_chapter.grid("sarcse_batch_sizes", "paper") == [32, 64, 128, 192, 256, 512]
+    assert sarcse_chapter.grid("sarcse_batch_sizes", "smoke") == [4, 8]
+    assert byop_chapter.grid("ifm_margins", "paper", [0.02]) == [0.02]
     with pytest.raises(book.SreError, match="unknown grid"):
-        book.grid("margins", "cpu")
+        sarcse_chapter.grid("margins", "cpu")
 
 
 def test_rankcse_teachers_are_the_simcse_runs_of_the_other_seeds():
     from sre_repro.config import resolve
     from sre_repro.methods.rankcse import teacher_cfg
 
-    assert book.leave_one_out_teachers([42, 43, 44]) == {42: {"teachers": "simcse:43,simcse:44"},
+    assert byop_chapter.leave_one_out_teachers([42, 43, 44]) == {42: {"teachers": "simcse:43,simcse:44"},
                                                          43: {"teachers": "simcse:42,simcse:44"},
                                                          44: {"teachers": "simcse:42,simcse:43"}}
-    assert book.leave_one_out_teachers([1, 2]) == {1: {"teachers": "simcse:2"}, 2: {"teachers": "simcse:1"}}
-    assert book.leave_one_out_teachers([5, 6, 7, 8])[5] == {"teachers": "simcse:6,simcse:7"}  # RankCSE mixes two
-    assert book.leave_one_out_teachers([42]) == {42: {}}  # no other seed: the method's default teachers
+    assert byop_chapter.leave_one_out_teachers([1, 2]) == {1: {"teachers": "simcse:2"}, 2: {"teachers": "simcse:1"}}
+    assert byop_chapter.leave_one_out_teachers([5, 6, 7, 8])[5] == {"teachers": "simcse:6,simcse:7"}  # RankCSE mixes two
+    assert byop_chapter.leave_one_out_teachers([42]) == {42: {}}  # no other seed: the method's default teachers
     # fewer students than SimCSE runs (Table 3 at cpu): each student still learns from two other seeds
-    assert book.leave_one_out_teachers([42, 43], pool=[42, 43, 44]) == {42: {"teachers": "simcse:43,simcse:44"},
+    assert byop_chapter.leave_one_out_teachers([42, 43], pool=[42, 43, 44]) == {42: {"teachers": "simcse:43,simcse:44"},
                                                                         43: {"teachers": "simcse:42,simcse:44"}}
-    assert book.rankcse_seeds("cpu", [42, 43, 44]) == [42, 43]
-    assert book.rankcse_seeds("paper", [42, 43, 44]) == [42, 43, 44]
-    assert book.rankcse_seeds("cpu", [42, 43, 44], "[44]") == [44]  # papermill's -p rankcse_seeds "[44]"
+    assert byop_chapter.rankcse_seeds("cpu", [42, 43, 44]) == [42, 43]
+    assert byop_chapter.rankcse_seeds("paper", [42, 43, 44]) == [42, 43, 44]
+    assert byop_chapter.rankcse_seeds("cpu", [42, 43, 44], "[44]") == [44]  # papermill's -p rankcse_seeds "[44]"
     with pytest.raises(book.SreError, match="rankcse_seeds must be a list"):
-        book.rankcse_seeds("cpu", [42, 43, 44], "44")
+        byop_chapter.rankcse_seeds("cpu", [42, 43, 44], "44")
     # a teacher is the very run the chapter's SimCSE row made (same resolved config, so the same weights)
     student = resolve(overrides={"method": "rankcse", "scale": "cpu", "seed": 42, "teachers": "simcse:43,simcse:44"})
     assert resolve(overrides=teacher_cfg(student, "simcse", 43)) == resolve(overrides={"method": "simcse", "scale": "cpu", "seed": 43})
@@ -85,7 +86,7 @@ def test_list_parameters_given_as_text_by_papermill_are_read_as_lists():
     # `papermill -p seeds "[1, 2, 3]"` hands the notebook the string, not a list
     assert book.seeds("cpu", "[1, 2, 3]") == [1, 2, 3]
     assert book.seeds("cpu", "") == [42, 43, 44]
-    assert book.grid("byopd_perturbations", "cpu", "['n-', 'p+']") == ["n-", "p+"]
+    assert byop_chapter.grid("byopd_perturbations", "cpu", "['n-', 'p+']") == ["n-", "p+"]
     with pytest.raises(book.SreError, match="thetas must be a list"):
         book.as_list("0.1", "thetas")
     with pytest.raises(book.SreError, match="must be a list"):
@@ -93,17 +94,17 @@ def test_list_parameters_given_as_text_by_papermill_are_read_as_lists():
 
 
 def test_byop_variants_are_table_6_rows():
-    cpu = book.byop_variants("cpu")  # the stand-in takes BERT-base's row, without its batch size and lr
+    cpu = byop_chapter.byop_variants("cpu")  # the stand-in takes BERT-base's row, without its batch size and lr
     assert cpu["SimCSE +BYOPC"] == {"method": "byop", "margin_type": "constant", "perturbation": "n-",
                                     "loss_mode": "single", "margin": 0.01}
     assert cpu["SimCSE +BYOPD-M"] == {"method": "byop", "margin_type": "dynamic", "perturbation": "p+n-",
                                       "loss_mode": "multi-task"}
-    roberta = book.byop_variants("paper", "roberta-base")["SimCSE +BYOPC-M"]
+    roberta = byop_chapter.byop_variants("paper", "roberta-base")["SimCSE +BYOPC-M"]
     assert (roberta["perturbation"], roberta["margin"], roberta["batch_size"], roberta["lr"]) == ("n-", 0.005, 128, 1e-5)
 
 
 def test_perturbation_points_move_along_the_anchor():
-    points = book.perturbation_points("tiny-random", book.FIGURE1_SENTENCES[:4], margin=0.5)
+    points = byop_chapter.perturbation_points("tiny-random", byop_chapter.FIGURE1_SENTENCES[:4], margin=0.5)
     roles = points["role"].tolist()
     assert roles.count("anchor") == 1 and roles.count("positive") == 1 and roles.count("negative") == 3
     assert len(points) == 5 + 2 + 6  # IFM and BYOP move the positive and each negative
@@ -127,15 +128,15 @@ def test_the_byop_chapter_at_paper_scale_on_bert_base_is_a_valid_call():
     from sre_repro.config import resolve
 
     assert book.plms("paper", "bert-base-uncased") == ["bert-base-uncased"]
-    assert book.grid("byopc_margins", "paper") == [round(0.01 * k, 2) for k in range(1, 11)]
-    variants = book.byop_variants("paper", "bert-base-uncased")
+    assert byop_chapter.grid("byopc_margins", "paper") == [round(0.01 * k, 2) for k in range(1, 11)]
+    variants = byop_chapter.byop_variants("paper", "bert-base-uncased")
     configs = [resolve(overrides={"method": m, "scale": "paper", "seed": s, "model_name": "bert-base-uncased"})
                for m in ("simcse", "ifm") for s in book.seeds("paper")]
     configs += [resolve(overrides={**settings, "scale": "paper", "model_name": "bert-base-uncased"})
                 for settings in variants.values()]
     configs += [resolve(overrides={"method": "byop", "margin_type": "dynamic", "perturbation": p, "scale": "paper",
                                    "model_name": "bert-base-uncased"})
-                for p in book.grid("byopd_perturbations", "paper")]
+                for p in byop_chapter.grid("byopd_perturbations", "paper")]
     assert {c["model_name"] for c in configs} == {"bert-base-uncased"}
     bert_row = variants["SimCSE +BYOPD"]  # Table 6's BERT-base row: batch 64, lr 3e-5, tau 0.05
     assert (bert_row["batch_size"], bert_row["lr"], bert_row["temperature"]) == (64, 3e-5, 0.05)
@@ -151,8 +152,8 @@ def test_byop_variants_are_ranked_on_dev_and_table_10_takes_the_scale_s_number()
               "SimCSE +BYOPD-M": runs(61.0, 60.0)}  # mean 60.5: below BYOPC's 60.7
     ranked = book.ranked_by_dev(groups)
     assert ranked == ["SimCSE +BYOPD", "SimCSE +BYOPC", "SimCSE +BYOPD-M", "SimCSE +BYOPC-M"]
-    assert book.transfer_variants("paper", ranked) == ranked
-    assert book.transfer_variants("cpu", ranked) == ["SimCSE +BYOPD"]
-    assert book.transfer_variants("cpu", ranked, "['SimCSE +BYOPC-M']") == ["SimCSE +BYOPC-M"]  # papermill text
+    assert byop_chapter.transfer_variants("paper", ranked) == ranked
+    assert byop_chapter.transfer_variants("cpu", ranked) == ["SimCSE +BYOPD"]
+    assert byop_chapter.transfer_variants("cpu", ranked, "['SimCSE +BYOPC-M']") == ["SimCSE +BYOPC-M"]  # papermill text
     with pytest.raises(SreError, match="unknown BYOP variant 'BYOPC' in transfer_variants"):
-        book.transfer_variants("cpu", ranked, ["BYOPC"])
+        byop_chapter.transfer_variants("cpu", ranked, ["BYOPC"])

@@ -112,7 +112,7 @@ def test_the_committed_stand_in_is_a_raw_bert_on_bert_base_vocabulary():
 
 
 def test_a_second_stage_continues_the_model_and_the_log_keeps_both(tmp_path, monkeypatch, data_dir):
-    from sre_repro import book
+    from sre_repro.chapters import stand_in as stand_in_chapter
     from sre_repro.cli import main
 
     monkeypatch.setenv("SRE_REPRO_RESULTS", str(tmp_path / "r"))
@@ -122,7 +122,7 @@ def test_a_second_stage_continues_the_model_and_the_log_keeps_both(tmp_path, mon
     second = [*first, "--set", f"init={model}", "--set", "max_steps=10", "--set", "eval_steps=5"]
     assert main(first) == 0 and main(second) == 0
     assert main(second) == 0  # served from the cache: must not count itself as an earlier stage
-    log = book.stand_in_log(model)
+    log = stand_in_chapter.stand_in_log(model)
     assert [s["config"]["init"] for s in log["stages"]] == ["scratch", str(model)]
     assert [(p["stage"], p["step"]) for p in log["curve"]] == [(1, 10), (1, 20), (2, 25), (2, 30)]
     assert log["train_seconds"] == pytest.approx(sum(s["train_seconds"] for s in log["stages"]))

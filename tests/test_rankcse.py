@@ -32,6 +32,10 @@ def test_list_mle_is_the_plackett_luce_likelihood_of_the_teacher_order():
     agree = list_mle(torch.tensor(TEACHER) * 10, torch.tensor(TEACHER))
     reverse = list_mle(-torch.tensor(TEACHER) * 10, torch.tensor(TEACHER))
     assert agree < reverse
+    # the community code's commit 338e00d: the same likelihood divided by the list length
+    n = len(TEACHER[0])
+    mean = list_mle(torch.tensor(SCORES), torch.tensor(TEACHER), reduction="mean").item()
+    assert mean == pytest.approx(expected / n, abs=1e-5)
 
 
 def test_bad_teacher_settings_are_named():

@@ -27,8 +27,9 @@ def test_smoke_run_records_everything(smoke_run):
     # the stored STS-B test cosines are the ones the STS-B score was computed from
     from sre_repro.data.sts import load_split
     from sre_repro.evaluate.sts import spearman100
-    gold = load_split("STSBenchmark", "test").gold
-    assert len(r["metrics"]["stsb_test_cosine"]) == len(gold) == 1379
+    from sre_repro.evaluate.sts import evenly_spaced
+    gold = evenly_spaced(load_split("STSBenchmark", "test"), r["config"]["eval_max_pairs"]).gold
+    assert len(r["metrics"]["stsb_test_cosine"]) == len(gold) == 100  # smoke scores 100 evenly spaced pairs
     assert spearman100(r["metrics"]["stsb_test_cosine"], gold) == pytest.approx(r["metrics"]["sts"]["STSBenchmark"], abs=1e-3)
     probes = r["metrics"]["token_importance"]["cls_attention"]
     assert probes[0][0][0] == "[CLS]" and all(sum(w for _, w in row) == pytest.approx(1, abs=1e-4) for row in probes)

@@ -113,7 +113,7 @@ def test_mrpc_features_and_bad_names(data_dir):
 def test_book_transfer_caches_and_encodes_with_the_right_weights(data_dir, monkeypatch):
     """The protocol itself is tested above; here a stand-in for it records which embeddings it was given."""
     import sre_repro.evaluate.transfer as transfer_module
-    from sre_repro import book
+    from sre_repro.chapters import byop as byop_chapter
     from sre_repro.encoder import load_encoder
     from sre_repro.trained import trained_method
 
@@ -125,13 +125,13 @@ def test_book_transfer_caches_and_encodes_with_the_right_weights(data_dir, monke
         return {"probe": float(np.abs(encode(probe)).sum()), "avg": 0.0}
 
     monkeypatch.setattr(transfer_module, "evaluate_transfer", fake_protocol)
-    plm = book.transfer({"model_name": "tiny-random", "pooler": "avg"}, "smoke", data_dir)
+    plm = byop_chapter.transfer({"model_name": "tiny-random", "pooler": "avg"}, "smoke", data_dir)
     assert calls == [(["TREC", "MRPC"], 2, "senteval", "liblinear", 0)]  # the smoke protocol (every SST-2 phrase)
     assert plm["metrics"]["probe"] == pytest.approx(float(np.abs(load_encoder("tiny-random", "avg").encode(probe)).sum()))
-    again = book.transfer({"model_name": "tiny-random", "pooler": "avg"}, "smoke", data_dir)
+    again = byop_chapter.transfer({"model_name": "tiny-random", "pooler": "avg"}, "smoke", data_dir)
     assert len(calls) == 1 and again["created"] == plm["created"]  # served from the cache
 
-    run = book.transfer({"method": "simcse", "seed": 42}, "smoke", data_dir, tasks=["CR"], kfold=3)  # trains once
+    run = byop_chapter.transfer({"method": "simcse", "seed": 42}, "smoke", data_dir, tasks=["CR"], kfold=3)  # trains once
     trained = trained_method({"method": "simcse", "scale": "smoke", "seed": 42}, data_dir=data_dir)
     assert calls[-1] == (["CR"], 3, "senteval", "liblinear", 0)
     assert run["metrics"]["probe"] == pytest.approx(float(np.abs(trained.encode(probe)).sum()), rel=1e-5)

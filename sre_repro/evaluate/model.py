@@ -16,11 +16,11 @@ from ..data.sts import load_split
 from ..encoder import POOLERS, load_encoder
 from ..errors import SreError
 from .geometry import geometry
-from .sts import encode_pairs, evaluate_sts
+from .sts import encode_pairs, evaluate_sts, evenly_spaced
 from .whitening import Whitening
 
 EVAL_DEFAULTS = {"model_name": "minilm", "pooler": "avg", "whiten": False, "whiten_dim": 0,
-                 "precision": "fp32", "tasks": "sts"}
+                 "precision": "fp32", "tasks": "sts", "max_pairs": 0}  # max_pairs: per STS subset (smoke), 0: all
 
 
 def eval_config(**overrides) -> dict:
@@ -36,9 +36,10 @@ def eval_config(**overrides) -> dict:
         cfg["pooler"] = "avg"  # word-vector average: the pooler does not apply
     return cfg
 
-def evaluate_final(encode, data_dir=None, tasks="sts") -> dict:
+def evaluate_final(encode, data_dir=None, tasks="sts", max_pairs: int = 0) -> dict:
     """Test scores on the STS tasks and the geometry of the STS-B test split, in one encoding pass
-    (the STS-B test sentences are among the evaluated ones, so the geometry costs no extra encoding)."""
+    (the STS-B test sentences are among the evaluated ones, so the geometry costs no extra encoding).
+    `max_pairs`: evenly spaced pairs per STS subset (smoke runs), 0: all."""
     table: dict = {}
 
     def remembering(sentences):
@@ -47,8 +48,8 @@ def evaluate_final(encode, data_dir=None, tasks="sts") -> dict:
             table.update(zip(missing, encode(missing)))
         return np.stack([table[s] for s in sentences])
 
-    sts = evaluate_sts(remembering, tasks, data_dir)
-    stsb_test = load_split("STSBenchmark", "test", data_dir)
+    sts = evaluate_sts(remembering, tasks, data_dir, max_pairs=max_pairs)
+    stsb_test = evenly_spaced(load_split("STSBenchmark", "test", data_dir), max_pairs)
     (e1, e2), = encode_pairs(remembering, [stsb_test])
     return {"sts": sts["scores"], "sts_details": sts["details"], "geometry": geometry(e1, e2, stsb_test)}
 
@@ -68,5 +69,6 @@ def evaluate_model(data_dir=None, force: bool = False, results_root=None, allow_
         table = dict(zip(corpus, raw(corpus)))  # holds every evaluated sentence: one encoding pass in all
         whitening = Whitening(cfg["whiten_dim"] or None).fit(np.stack(list(table.values())))
         encode = lambda s: whitening.transform(np.stack([table[x] if x in table else raw([x])[0] for x in s]))
-    result = {"metrics": evaluate_final(encode, data_dir, cfg["tasks"]), "wall_seconds": time.time() - started}
+    result = {"metrics": evaluate_final(encode, data_dir, cfg["tasks"], cfg["max_pairs"]),
+              "wall_seconds": time.time() - started}
     return runs.save("eval", cfg, result, results_root)

@@ -50,8 +50,17 @@ def score_pairs(emb1, emb2, pairs: StsPairs) -> float:
     return spearman100(cosine(emb1, emb2), pairs.gold)
 
 
-def evaluate_sts(encode, tasks="sts", data_dir=None, aggregation: str = "all") -> dict:
-    """Scores of `encode` (list[str] -> array) on the STS tasks.
+def evenly_spaced(pairs: StsPairs, max_pairs: int = 0) -> StsPairs:
+    """At most `max_pairs` pairs, evenly spaced through the set (first and last included; 0: all). A fixed
+    subset for quick smoke runs: the files are ordered by source or score, so the first N would be biased."""
+    if not max_pairs or len(pairs) <= max_pairs:
+        return pairs
+    keep = np.linspace(0, len(pairs) - 1, max_pairs).round().astype(int)
+    return StsPairs([pairs.sent1[i] for i in keep], [pairs.sent2[i] for i in keep], pairs.gold[keep])
+
+
+def evaluate_sts(encode, tasks="sts", data_dir=None, aggregation: str = "all", max_pairs: int = 0) -> dict:
+    """Scores of `encode` (list[str] -> array) on the STS tasks (`max_pairs`: evenly spaced pairs per subset).
 
     Returns {"scores": {task: Spearman x 100, ..., "avg": mean}, "details": {task: {subset scores,
     all, mean, wmean}}, "aggregation": ...}.
@@ -59,7 +68,7 @@ def evaluate_sts(encode, tasks="sts", data_dir=None, aggregation: str = "all") -
     if aggregation not in AGGREGATIONS:
         raise SreError(f"unknown aggregation {aggregation!r}: choose from {', '.join(AGGREGATIONS)}")
     names = resolve_tasks(tasks)
-    loaded = {t: load_task(t, data_dir) for t in names}
+    loaded = {t: {sub: evenly_spaced(pairs, max_pairs) for sub, pairs in load_task(t, data_dir).items()} for t in names}
     flat = [(t, sub, pairs) for t, subsets in loaded.items() for sub, pairs in subsets.items()]
     embedded = encode_pairs(encode, [p for _, _, p in flat])
     details: dict = {t: {"subsets": {}} for t in names}

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import SreError
-from .common import PERTURBATIONS, DropoutViews, margin_info_nce, require_choice, require_positive
+from .common import PERTURBATIONS, DropoutViews, margin_info_nce, multitask_weights, require_choice, require_positive
 
 
 @dataclass
@@ -57,6 +57,9 @@ class BYOP(DropoutViews):
         if self.cfg["margin_type"] == "constant":
             return self.cfg["margin"]
         return lambda cos: dynamic_margin(cos, self.cfg["dynamic_margin_axis"])
+
+    def term_weights(self):
+        return multitask_weights(self.cfg["loss_mode"], self.cfg["multitask_alpha"])
 
     def loss(self, batch):
         z1, z2 = self.views(batch)

@@ -6,6 +6,9 @@ A method is an nn.Module holding the encoder and its own extra modules. The trai
 every `eval_steps` it calls `method.dev_metrics()` (the checkpoint with the best `selection_metric` is
 kept), and at the end `method.finish()` on that checkpoint. By default these evaluate `method.encoder`
 with the run's `eval_pooler` on STS-B dev and on the STS test sets; pretraining (mlm) overrides them.
+A method declares the modules it adds to the PLM (`added_modules`: by default every child module besides
+the encoder; they train at `head_lr` and their movement is recorded) and the weight of each named loss
+term in its loss (`term_weights`, for the terms' shares).
 Methods never import each other: what they share lives here or in the trainer.
 """
 from __future__ import annotations
@@ -54,6 +57,15 @@ class Method(nn.Module):
         method.data_dir = data_dir
         return method
 
+    def added_modules(self) -> dict[str, nn.Module]:
+        """The modules this method adds to the PLM, by name: its own child modules other than the encoder
+        (SimCSE's MLP, SARCSE's autoencoder, ...). Override where a child is the PLM itself (mlm)."""
+        return {name: module for name, module in self.named_children() if name != "encoder"}
+
+    def term_weights(self) -> dict[str, float]:
+        """Weight of each named loss term in terms["loss"] (for its share); {}: the loss is a single term."""
+        return {}
+
     def encode(self, sentences):
         return self.encoder.encode(sentences, pooler=self.cfg["eval_pooler"], precision=self.cfg["precision"])
 
@@ -61,10 +73,10 @@ class Method(nn.Module):
         """STS-B dev Spearman and the dev split's geometry (alignment, uniformity, anisotropy)."""
         from ..data.sts import load_split
         from ..evaluate.geometry import geometry
-        from ..evaluate.sts import evaluate_stsb_dev
+        from ..evaluate.sts import evaluate_stsb_dev, evenly_spaced
 
         if not hasattr(self, "_dev_pairs"):
-            self._dev_pairs = load_split("STSBenchmark", "dev", self.data_dir)
+            self._dev_pairs = evenly_spaced(load_split("STSBenchmark", "dev", self.data_dir), self.cfg["eval_max_pairs"])
         score, (e1, e2) = evaluate_stsb_dev(self.encode, pairs=self._dev_pairs)
         return {"stsb_dev": score,
                 **{k: v for k, v in geometry(e1, e2, self._dev_pairs).items() if not k.startswith("n_")}}
@@ -75,7 +87,7 @@ class Method(nn.Module):
         Figure 3) and per-token importance for the probe pairs (SARCSE's Figure 1)."""
         from ..data.sts import load_split
         from ..evaluate.model import evaluate_final
-        from ..evaluate.sts import cosine, encode_pairs
+        from ..evaluate.sts import cosine, encode_pairs, evenly_spaced
 
         table: dict = {}
 
@@ -85,8 +97,8 @@ class Method(nn.Module):
                 table.update(zip(missing, self.encode(missing)))
             return np.stack([table[s] for s in sentences])
 
-        final = evaluate_final(remembering, self.data_dir)
-        test = load_split("STSBenchmark", "test", self.data_dir)
+        final = evaluate_final(remembering, self.data_dir, max_pairs=self.cfg["eval_max_pairs"])
+        test = evenly_spaced(load_split("STSBenchmark", "test", self.data_dir), self.cfg["eval_max_pairs"])
         (e1, e2), = encode_pairs(remembering, [test])
         final["stsb_test_cosine"] = cosine(e1, e2).tolist()  # unrounded: rounding creates ties
         final["token_importance"] = self.token_importance([s for pair in PROBE_PAIRS for s in pair])
@@ -252,3 +264,8 @@ def margin_info_nce(z1: torch.Tensor, z2: torch.Tensor, temperature: float, pert
         raise SreError(f"unknown loss_mode {loss_mode!r}: choose single or multi-task")
     plain = F.cross_entropy(cos / temperature, labels)
     return {"loss": (plain + alpha * perturbed) / (1 + alpha), "loss_plain": plain, "loss_perturbed": perturbed}
+
+
+def multitask_weights(loss_mode: str, alpha: float) -> dict[str, float]:
+    """margin_info_nce's term weights: (plain + alpha * perturbed) / (1 + alpha) in multi-task mode."""
+    return {"loss_plain": 1 / (1 + alpha), "loss_perturbed": alpha / (1 + alpha)} if loss_mode == "multi-task" else {}

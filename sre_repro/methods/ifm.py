@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from ..evaluate.geometry import alignment, uniformity
-from .common import DropoutViews, margin_info_nce, require_choice, require_positive
+from .common import DropoutViews, margin_info_nce, multitask_weights, require_choice, require_positive
 
 
 @dataclass
@@ -47,6 +47,9 @@ class IFM(DropoutViews):
         z1, z2 = self.views(batch)
         return margin_info_nce(z1, z2, self.cfg["temperature"], "p-n+", self.cfg["margin"],
                                self.cfg["loss_mode"], self.cfg["ifm_alpha"])
+
+    def term_weights(self):
+        return multitask_weights(self.cfg["loss_mode"], self.cfg["ifm_alpha"])
 
     def dev_metrics(self):
         metrics = super().dev_metrics()

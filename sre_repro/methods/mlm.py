@@ -147,6 +147,9 @@ class MaskedLM(Method):
         method.data_dir = data_dir
         return method
 
+    def added_modules(self):
+        return {}  # `model` is the PLM being pretrained (its MLM head included), not a module added to one
+
     def _corpus(self):
         return _packed_corpus(self.data_dir, self.cfg["pretrain_sources"],
                               resolve_model_path(self.cfg["tokenizer"]), self.cfg["max_len"])

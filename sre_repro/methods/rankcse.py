@@ -19,6 +19,11 @@ L = InfoNCE + gamma * ListMLE. With `byop=constant|dynamic` the InfoNCE term is 
   student's random stream are those of encoding again.
 - ListMLE per row: ties broken by a random permutation, columns ordered by the teacher's score, then
   sum_k [log sum_{l>=k} exp(s_l) - s_k] (Plackett-Luce negative log-likelihood), mean over rows.
+  Loss balance: summed over the N list positions the term is ~log N! (130-141 at N = 64) against an
+  InfoNCE of 0.003-0.03 once trained, so gamma * ListMLE is nearly all of the loss. The sum is the
+  Plackett-Luce likelihood the paper writes and what the community code does now (its commit 338e00d took
+  the mean over positions, 3f04480 "Fix ListMLE loss reduction" went back to the sum). The book keeps the
+  sum (`listmle_reduction=sum`) and shows each term's share; `mean` divides the term by N.
 - Left out: the community code's Jensen-Shannon self-distillation term, which clamps after the log and so
   computes minus the entropy instead (official_code.md, 3.3); Table 3 names the ListMLE variant.
 A teacher's code is not part of this method's code hash: after changing simcse.py, rerun with force=True.
@@ -52,6 +57,7 @@ class Params:
     perturbation: str = "n-"            # BYOP's perturbation (common.PERTURBATIONS)
     margin: float = 0.01                # BYOPC's m
     dynamic_margin_axis: str = "anchor"  # BYOPD: anchor (paper) | column (official BYOP code)
+    listmle_reduction: str = "sum"      # over list positions: sum (paper, community code) | mean (its commit 338e00d)
 
 
 def parse_teachers(spec: str) -> list[tuple[str, int]]:
@@ -67,14 +73,16 @@ def parse_teachers(spec: str) -> list[tuple[str, int]]:
     return out
 
 
-def list_mle(scores: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
-    """Mean over rows of the Plackett-Luce negative log-likelihood of the teacher's order under `scores`."""
+def list_mle(scores: torch.Tensor, teacher: torch.Tensor, reduction: str = "sum") -> torch.Tensor:
+    """Mean over rows of the Plackett-Luce negative log-likelihood of the teacher's order under `scores`
+    (`reduction=mean`: divided by the list length)."""
     shuffle = torch.randperm(scores.shape[1], device=scores.device)  # random tie-breaking, as the community code
     order = teacher[:, shuffle].argsort(dim=1, descending=True, stable=True)
     ranked = scores[:, shuffle].gather(1, order)
     ranked = ranked - ranked.max(dim=1, keepdim=True).values
     tails = torch.logcumsumexp(ranked.flip(1), dim=1).flip(1)  # log sum_{l >= k} exp(s_l)
-    return (tails - ranked).sum(1).mean()
+    per_row = (tails - ranked).sum(1)
+    return (per_row / scores.shape[1] if reduction == "mean" else per_row).mean()
 
 
 def dynamic_margin(cos, axis: str):
@@ -101,6 +109,7 @@ class RankCSE(DropoutViews):
         require_choice(cfg, "byop", ["none", "constant", "dynamic"])
         require_choice(cfg, "perturbation", PERTURBATIONS)
         require_choice(cfg, "dynamic_margin_axis", ["anchor", "column"])
+        require_choice(cfg, "listmle_reduction", ["sum", "mean"])
         if cfg["margin"] < 0:
             raise SreError(f"margin must be >= 0 (the sign is in the perturbation), got {cfg['margin']}")
 
@@ -139,9 +148,13 @@ class RankCSE(DropoutViews):
             margin = (self.cfg["margin"] if self.cfg["byop"] == "constant"
                       else (lambda cos: dynamic_margin(cos, self.cfg["dynamic_margin_axis"])))
             contrastive = margin_info_nce(z1, z2, tau, self.cfg["perturbation"], margin, "single")["loss"]
-        ranking = list_mle(cosine_matrix(z1, z2) / tau, self.teacher_scores(batch))
+        ranking = list_mle(cosine_matrix(z1, z2) / tau, self.teacher_scores(batch), self.cfg["listmle_reduction"])
         return {"loss": contrastive + self.cfg["gamma"] * ranking, "loss_contrastive": contrastive,
                 "loss_listmle": ranking}
+
+
+    def term_weights(self):
+        return {"loss_contrastive": 1.0, "loss_listmle": self.cfg["gamma"]}
 
 
 def _teacher_cosine(teacher_key: str, batch_key: str, teacher, batch) -> torch.Tensor:

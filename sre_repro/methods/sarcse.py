@@ -203,6 +203,18 @@ class SARCSE(Method):
             loss = loss + self.cfg["beta"] * terms["reconstruction"] + self.cfg["gamma"] * terms["reconstruction_plus"]
         return {"loss": loss, **terms}
 
+    def term_weights(self):
+        return {"contrastive": self.cfg["alpha"], "reconstruction": self.cfg["beta"],
+                "reconstruction_plus": self.cfg["gamma"]}
+
+    def added_modules(self):
+        """The encoder side (TextCNN + CNN: Z, the sentence embedding) and the decoder, apart."""
+        ae = self.autoencoder
+        out = {"text_cnns": ae.text_cnns, "cnn": ae.cnn}
+        if ae.has_decoder:
+            out.update(cnn_t=ae.cnn_t, text_cnns_t=ae.text_cnns_t)
+        return out
+
     def encode(self, sentences):
         pooler = "sarcse" if self.cfg["embedding"] == "z" else self.cfg["eval_pooler"]
         return self.encoder.encode(sentences, pooler=pooler, precision=self.cfg["precision"])

@@ -1,0 +1,172 @@
+"""The BYOP chapter's plan: its grids, BYOP's four variants per PLM, RankCSE's students and teachers,
+Figure 1's points and Table 10's transfer protocol."""
+from __future__ import annotations
+
+import pandas as pd
+
+from .. import book
+from ..errors import SreError
+
+# The cpu edition runs a subset of Appendix B's margin grid and of Tables 8-9's perturbations so that the
+# chapter stays within its time; the list parameters (`-p byopc_margins`, `-p perturbations`) run the rest.
+GRIDS = {
+    "ifm_margins": {"smoke": [0.1], "default": [0.01, 0.05, 0.1]},
+    # paper: Appendix B's m in [0.01, 0.10] by 0.01
+    # cpu: the range's two ends (0.01 is Table 6's BYOPC margin, so only 0.1 is an extra run)
+    "byopc_margins": {"smoke": [0.01], "cpu": [0.01, 0.1], "paper": [round(0.01 * k, 2) for k in range(1, 11)],
+                      "default": [0.01, 0.03, 0.05, 0.07, 0.1]},
+    # cpu: Table 6's two BYOPD perturbations for BERT-base (n- single, p+n- multi-task), each tried with the other loss
+    "byopd_perturbations": {"smoke": ["n-"], "cpu": ["n-", "p+n-"], "default": ["p-n-", "p+n-", "p+", "p-", "n-"]},
+}
+
+
+def grid(name: str, scale: str, chosen=None) -> list:
+    return book.grid(GRIDS, name, scale, chosen)
+
+
+# Table 3's student seeds per scale: the first n of the chapter's seeds (all where a scale is not named). At
+# cpu two, to keep the chapter near an hour on 2 cores (a third costs ~6 min); each is still taught by two
+# SimCSE runs of the chapter's seeds.
+RANKCSE_STUDENTS = {"cpu": 2}
+
+
+def rankcse_seeds(scale: str, seed_list: list[int], chosen=None) -> list[int]:
+    """Table 3's student seeds: `chosen` when given, else the scale's first n of `seed_list`."""
+    book._check_scale(scale)
+    chosen = book.as_list(chosen, "rankcse_seeds")
+    return chosen if chosen else seed_list[:RANKCSE_STUDENTS.get(scale, len(seed_list))]
+
+
+def leave_one_out_teachers(students: list[int], pool: list[int] | None = None,
+                           method: str = "simcse") -> dict[int, dict]:
+    """RankCSE's teachers per student seed: the book's `method` runs at the first two other seeds of `pool`
+    (default: the students), so the teachers are the chapter's own SimCSE rows and no student is taught by a
+    run of its own seed. Where the pool has no other seed: the method's default teachers ({})."""
+    others = {s: [t for t in (pool or students) if t != s][:2] for s in students}
+    return {s: {"teachers": ",".join(f"{method}:{t}" for t in others[s])} if others[s] else {} for s in students}
+
+
+def transfer_variants(scale: str, ranked: list[str], chosen=None) -> list[str]:
+    """The BYOP variants of Table 10: `chosen` when given, else the scale's number of the best on dev."""
+    chosen = book.as_list(chosen, "transfer_variants")
+    unknown = [name for name in chosen if name not in ranked]
+    if unknown:
+        raise SreError(f"unknown BYOP variant {unknown[0]!r} in transfer_variants: choose from {', '.join(ranked)}")
+    return chosen or ranked[:TRANSFER_PROTOCOL[scale]["byop_variants"]]
+
+
+def paper_plm(model_name: str) -> str:
+    """The BYOP paper's PLM label whose settings a model uses: its own where it is one of the paper's four,
+    BERT-base for the stand-in and anything else (the paper's smallest BERT)."""
+    from ..papers.byop import PLMS
+
+    return next((label for label, hub in PLMS.items() if hub == model_name), "BERT-base")
+
+
+def byop_variants(scale: str, model_name: str = "") -> dict[str, dict]:
+    """Run overrides of BYOP's four variants from the paper's Table 6 row for the PLM: margin type,
+    perturbation, constant margin and loss; at paper scale also its batch size, lr and temperature (the
+    smaller editions keep their own presets)."""
+    from ..papers.byop import TABLE6_SETTINGS
+
+    plm = paper_plm(model_name or book.plms(scale)[0])
+    out = {}
+    for variant, by_plm in TABLE6_SETTINGS.items():
+        batch, lr, tau, margin, perturbation = by_plm[plm]
+        overrides = {"method": "byop", "margin_type": "constant" if variant.startswith("BYOPC") else "dynamic",
+                     "perturbation": perturbation, "loss_mode": "multi-task" if variant.endswith("-M") else "single"}
+        if margin is not None:
+            overrides["margin"] = margin
+        if scale == "paper":
+            overrides.update(batch_size=batch, lr=lr, temperature=tau)
+        out[f"SimCSE +{variant}"] = overrides
+    return out
+
+
+def perturbation_points(model: str, sentences: list[str], margin: float, pooler: str = "avg", seed: int = 0,
+                        anchor: int = 0) -> pd.DataFrame:
+    """BYOP's Figure 1 in numbers: one batch through the PLM twice with dropout (z, z'), anchor z_i, its
+    positive z'_i and negatives z'_j, and where the margins move them. On unit vectors a logit margin is a
+    move along the anchor: cos(z_i, z'_i - m z_i) = cos(z_i, z'_i) - m (Robinson et al.), so IFM takes the
+    positive to z'_i - m z_i and each negative to z'_j + m z_i; BYOP (p+n-) does the opposite. All points
+    are projected on the first two principal components of the unmoved ones."""
+    import torch
+    from sklearn.decomposition import PCA
+
+    from ..encoder import Encoder
+
+    encoder = Encoder(model, pooler=pooler, device="cpu").train()  # dropout on: the two views differ
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        z1, z2 = encoder.embed(encoder.tokenize(list(sentences) * 2), pooler=pooler).chunk(2)
+    z1, z2 = torch.nn.functional.normalize(z1, dim=1), torch.nn.functional.normalize(z2, dim=1)
+    a = z1[anchor]
+    others = [j for j in range(len(sentences)) if j != anchor]
+    base = {"anchor": [a], "positive": [z2[anchor]], "negative": [z2[j] for j in others]}
+    moved = {"IFM positive": (z2[anchor], -1), "BYOP positive": (z2[anchor], 1)}
+    moved.update({f"IFM negative {j}": (z2[j], 1) for j in others})
+    moved.update({f"BYOP negative {j}": (z2[j], -1) for j in others})
+    pca = PCA(n_components=2).fit(torch.stack([v for vs in base.values() for v in vs]).numpy())
+    rows = []
+    for role, vectors in base.items():
+        for xy in pca.transform(torch.stack(vectors).numpy()):
+            rows.append({"role": role, "x": xy[0], "y": xy[1], "from_x": xy[0], "from_y": xy[1]})
+    for role, (start, sign) in moved.items():
+        (fx, fy), (x, y) = pca.transform(torch.stack([start, start + sign * margin * a]).numpy())
+        rows.append({"role": role, "x": x, "y": y, "from_x": fx, "from_y": fy})
+    return pd.DataFrame(rows)
+
+
+# BYOP's Figure 1 batch: the probe pairs every run records, and four more sentences, written for this book
+FIGURE1_SENTENCES = ["A man is driving east on the highway.", "A woman is frying some food in a pan.",
+                     "Two children are playing football in the park.", "The stock market fell sharply today.",
+                     "A cat is sleeping on the sofa.", "The committee approved the new budget.",
+                     "Heavy rain flooded the streets of the town.", "He plays the guitar in a small band."]
+
+
+# SentEval's transfer protocol per scale: the papers' 10-fold at paper scale; 3 folds on the CPU (the nested
+# search fits 6 C values x k inner folds for each of k outer folds: 3 folds cost a quarter of 5), two small
+# tasks for smoke. `byop_variants`: how many BYOP variants Table 10 evaluates, the best on STS-B dev first
+# (None: all four). `sst2_train`: SST-2 training phrases (0: all 67,349); at cpu a stratified 10,000, since
+# encoding and fitting all of them was about 45% of a Table 10 row (on 2 cores a row took about 4 min with
+# all of them, 2.5-3 min with the sample).
+TRANSFER_PROTOCOL = {"smoke": {"tasks": ["TREC", "MRPC"], "kfold": 2, "sst2_train": 0, "byop_variants": 1},
+                     "cpu": {"tasks": None, "kfold": 3, "sst2_train": 10000, "byop_variants": 1},
+                     "paper": {"tasks": None, "kfold": 10, "sst2_train": 0, "byop_variants": None}}
+
+
+def transfer(source: dict, scale: str, data_dir=None, force: bool = False, tasks=None, kfold: int = 0,
+             solver: str = "liblinear") -> dict:
+    """Cached SentEval transfer accuracies (BYOP's Table 10) of a PLM as it is (`source` = {"model_name",
+    "pooler"}) or of a training run's kept weights (`source` = the run's overrides, e.g. {"method": "byop",
+    "seed": 42, ...}; trained once if its weights are not kept yet, see trained.py)."""
+    import time
+
+    from .. import runs
+    from ..config import resolve
+    from ..encoder import load_encoder
+    from ..evaluate.transfer import TRANSFER_TASKS, evaluate_transfer
+    from ..trained import trained_method
+
+    book._check_scale(scale)
+    protocol = TRANSFER_PROTOCOL[scale]
+    chosen = list(tasks or protocol["tasks"] or TRANSFER_TASKS)
+    if "method" in source:
+        run = resolve(overrides={"scale": scale, **source})
+        cfg = {"run": run, "run_code": runs.code_hash(run["method"]), "model_name": run["model_name"]}
+    else:
+        cfg = {"model_name": source["model_name"], "pooler": source["pooler"]}
+    cfg.update(tasks=chosen, kfold=kfold or protocol["kfold"], sst2_train=protocol["sst2_train"],
+               mrpc_features="senteval", solver=solver)
+    cached = runs.lookup("transfer", cfg, force=force)
+    if cached is not None:
+        return cached
+    started = time.time()
+    if "method" in source:
+        encode = trained_method({"scale": scale, **source}, data_dir=data_dir).encode
+    else:
+        encoder = load_encoder(source["model_name"], source["pooler"])
+        encode = encoder.encode
+    metrics = evaluate_transfer(encode, chosen, data_dir, cfg["kfold"], cfg["mrpc_features"], solver,
+                                cfg["sst2_train"])
+    return runs.save("transfer", cfg, {"metrics": metrics, "wall_seconds": time.time() - started})

@@ -1,0 +1,56 @@
+"""The cpu recipe study (appendix "The cpu recipe"): which learning rate and how many steps let SimCSE learn
+from sre-bert, and which learning rate lets the modules a method adds train, chosen on STS-B dev only.
+
+Step 1: SimCSE at seed 42 over lr x steps (linear decay to 0 over each run's own length, dev every 20 steps).
+Step 2: for each method with added modules, `head_lr` over a grid at the chosen lr and steps, seed 42.
+The chosen values are the `cpu` presets (sre_repro/config.py and the methods' SCALE_PRESETS point here).
+"""
+from __future__ import annotations
+
+from .. import book
+from ..errors import SreError
+from ..train import train
+
+SEED = 42
+GRIDS = {
+    "lrs": {"smoke": [1e-4, 1e-3], "cpu": [3e-5, 1e-4, 3e-4], "paper": [3e-5]},
+    "steps": {"smoke": [3, 6], "cpu": [100, 300], "paper": [0]},  # paper: one epoch
+    "head_lrs": {"smoke": [1e-3, 1e-2], "cpu": [1e-4, 1e-3, 1e-2], "paper": [3e-5]},
+}
+# methods of the book with modules added to the PLM at this scale (SimCSE's MLP exists only with [CLS])
+ADDED_MODULE_METHODS = ["sarcse"]
+
+
+def grid(name: str, scale: str) -> list:
+    book.seeds(scale)  # checks the scale
+    return list(GRIDS[name][scale])
+
+
+def plm_runs(scale: str, model_name: str = "", data_dir=None, force: bool = False,
+             allow_stale: bool = True) -> dict[tuple[float, int], dict]:
+    """(lr, steps) -> SimCSE's run at seed 42."""
+    extra = {"model_name": model_name} if model_name else {}
+    return {(lr, steps): train({"method": "simcse", "scale": scale, "seed": SEED, "lr": lr, "max_steps": steps,
+                                **extra}, data_dir=data_dir, force=force, allow_stale=allow_stale)
+            for lr in grid("lrs", scale) for steps in grid("steps", scale)}
+
+
+def chosen_plm(runs: dict[tuple[float, int], dict]) -> tuple[float, int]:
+    """The (lr, steps) whose run scored best on STS-B dev (its kept checkpoint); ties keep the cheaper."""
+    return max(runs, key=lambda key: (runs[key]["metrics"]["stsb_dev_best"], -key[1], -key[0]))
+
+
+def head_runs(method: str, scale: str, lr: float, steps: int, model_name: str = "", data_dir=None,
+              force: bool = False, allow_stale: bool = True) -> dict[float, dict]:
+    """head_lr -> the method's run at seed 42 with the chosen PLM lr and steps."""
+    if method not in ADDED_MODULE_METHODS:
+        raise SreError(f"{method} adds no modules to the PLM at this scale: choose from {', '.join(ADDED_MODULE_METHODS)}")
+    extra = {"model_name": model_name} if model_name else {}
+    return {head_lr: train({"method": method, "scale": scale, "seed": SEED, "lr": lr, "max_steps": steps,
+                            "head_lr": head_lr, **extra}, data_dir=data_dir, force=force, allow_stale=allow_stale)
+            for head_lr in grid("head_lrs", scale)}
+
+
+def chosen_head_lr(runs: dict[float, dict]) -> float:
+    """The head_lr whose run scored best on STS-B dev; ties keep the smaller."""
+    return max(runs, key=lambda h: (runs[h]["metrics"]["stsb_dev_best"], -h))

@@ -1,0 +1,71 @@
+"""The SARCSE chapter's plan: its grids, the batch-size budget, and the rows its figures derive from runs."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import book
+from ..errors import SreError
+
+# The cpu edition runs a subset of the appendix grids so that the chapter stays within its time; the list
+# parameters (`-p batch_sizes`, `-p thetas`) run the rest.
+GRIDS = {
+    "sarcse_batch_sizes": {"smoke": [4, 8], "cpu": [32, 64, 128, 512], "default": [32, 64, 128, 192, 256, 512]},
+    "sarcse_thetas": {"smoke": [0.1, 0.5], "cpu": [0.0, 0.1, 0.3, 0.6], "default": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6]},
+}
+
+
+def grid(name: str, scale: str, chosen=None) -> list:
+    return book.grid(GRIDS, name, scale, chosen)
+
+
+def same_budget(scale: str, method: str, batch_size: int) -> dict:
+    """Overrides that train with `batch_size` on as many sentences as the scale's preset does (SARCSE's
+    batch-size table keeps the data fixed): steps = preset steps x preset batch / batch_size."""
+    from ..config import resolve
+
+    preset = resolve(overrides={"method": method, "scale": scale})
+    if not preset["max_steps"]:
+        return {"batch_size": batch_size}  # epoch-based presets: the data budget is the corpus already
+    steps = max(1, round(preset["max_steps"] * preset["batch_size"] / batch_size))
+    return {"batch_size": batch_size, "max_steps": steps, "eval_steps": max(1, min(preset["eval_steps"], steps // 5 or 1))}
+
+
+def stsb_test_gold(data_dir=None):
+    from ..data.sts import load_split
+
+    return load_split("STSBenchmark", "test", data_dir).gold
+
+
+def cosine_spread(runs: dict[str, dict], gold) -> pd.DataFrame:
+    """Variance of the predicted STS-B test cosine within each gold-score group (SARCSE's Appendix D)."""
+    from ..plots import GOLD_GROUPS
+
+    gold = np.asarray(gold)
+    out = {}
+    for name, run in runs.items():
+        cos = np.asarray(run["metrics"]["stsb_test_cosine"])
+        out[name] = {f"{lo}-{hi}": float(cos[(gold >= lo) & ((gold < hi) if hi < 5 else (gold <= hi))].var())
+                     for lo, hi in GOLD_GROUPS}
+    return pd.DataFrame(out).T
+
+
+def importance_rows(run: dict, key: str, label: str, invert: bool = False) -> dict[str, list]:
+    """Token-importance lines of a run's probe pairs, scaled to [0, 1] per sentence (for plots.token_importance).
+    `invert`: lower values are more important (reconstruction error: lower = better preserved)."""
+    rows = {}
+    for i, tokens in enumerate(run["metrics"]["token_importance"][key]):
+        values = [v for _, v in tokens]
+        low, high = min(values), max(values)
+        scaled = [(v - low) / (high - low) if high > low else 0.0 for v in values]
+        rows[f"{label} #{i + 1}"] = [(t, 1 - x if invert else x) for (t, _), x in zip(tokens, scaled)]
+    return rows
+
+
+def batch_gain(larger: list[dict], preset: list[dict]):
+    """Per seed, average STS at a larger batch minus at the preset batch (runs matched by seed)."""
+    by_seed = {r["seed"]: r["metrics"]["sts"]["avg"] for r in preset}
+    missing = [r["seed"] for r in larger if r["seed"] not in by_seed]
+    if missing:
+        raise SreError(f"no preset-batch run for seed(s) {missing}: train both batch sizes with the same seeds")
+    return np.array([r["metrics"]["sts"]["avg"] - by_seed[r["seed"]] for r in larger])

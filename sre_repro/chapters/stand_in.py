@@ -1,0 +1,46 @@
+"""Chapter 00b (the stand-in PLM): its pretraining log and the token-norm statistics of its vocabulary."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import SreError
+
+
+def stand_in_log(path=None) -> dict:
+    """The committed stand-in PLM's training log (models/sre-bert/training_log.json) and its folder. A model
+    pretrained in stages has one log per stage under "stages" (oldest first); "curve" runs across them, its
+    steps counted from the first stage's start, and "train_seconds" is their sum."""
+    import json
+
+    from ..encoder import resolve_model_path
+
+    folder = Path(path or resolve_model_path("sre-bert"))
+    log_file = folder / "training_log.json"
+    if not log_file.is_file():
+        raise SreError(f"{log_file} is missing: run `python -m sre_repro pretrain --config configs/sre-bert.yaml`")
+    last = json.loads(log_file.read_text())
+    stages = [*last.pop("earlier_stages", []), last]
+    curve, offset = [], 0
+    for number, stage in enumerate(stages, start=1):
+        curve += [{**point, "step": offset + point["step"], "stage": number} for point in stage["curve"]]
+        offset += stage["config"]["max_steps"]
+    return {**last, "stages": stages, "curve": curve, "train_seconds": sum(s["train_seconds"] for s in stages),
+            "path": str(folder)}
+
+
+def token_norms(model: str, data_dir=None) -> pd.DataFrame:
+    """Per vocabulary entry: the L2 norm of the model's input token embedding and the token's BookCorpus
+    count (SLT-FAI's counts; the vocabulary must be bert-base-uncased's). Entries never seen are dropped."""
+    from ..data.corpora import bookcorpus_token_counts
+    from ..encoder import load_backbone
+
+    backbone, tokenizer = load_backbone(model)
+    counts = bookcorpus_token_counts(data_dir)
+    vocab = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    if vocab != list(counts):
+        raise SreError(f"model {model!r} does not use bert-base-uncased's vocabulary: token frequencies do not apply")
+    norms = backbone.get_input_embeddings().weight.detach().norm(dim=1).numpy()
+    frame = pd.DataFrame({"token": vocab, "norm": norms, "count": list(counts.values())})
+    return frame[frame["count"] > 0].reset_index(drop=True)

@@ -1,0 +1,108 @@
+"""The cpu recipe's machinery: parameter groups, what every run records about whether it trained, resuming
+with two groups, run identity with later knobs, the smoke subset, and the study's choices."""
+import numpy as np
+import pytest
+import torch
+
+from sre_repro import runs
+from sre_repro.config import resolve
+from sre_repro.train import Interrupted, parameter_groups, relative_change, train, training_summary
+
+SARCSE = {"method": "sarcse", "scale": "smoke", "head_lr": 1e-2, "head_warmup_ratio": 0.5}
+
+
+def _sarcse(cfg_overrides=None):
+    from sre_repro.methods import get_method
+    cfg = resolve(overrides={**SARCSE, **(cfg_overrides or {})})
+    return get_method("sarcse").build(cfg, "cpu"), cfg
+
+
+def test_added_modules_get_head_lr_and_the_plm_gets_lr():
+    method, cfg = _sarcse()
+    groups = parameter_groups(method, cfg)
+    assert [g["name"] for g in groups] == ["plm", "added"]
+    plm, added = groups
+    assert plm["lr"] == cfg["lr"] == 1e-4 and added["lr"] == 1e-2
+    assert {id(p) for p in added["params"]} == {id(p) for p in method.autoencoder.parameters()}
+    assert {id(p) for p in plm["params"]} == {id(p) for p in method.encoder.model.parameters()}
+    assert added["warmup_ratio"] == 0.5 and plm["warmup_ratio"] == 0.0
+    # head_lr 0 means lr; a method without added modules keeps one group
+    method, cfg = _sarcse({"head_lr": 0.0})
+    assert parameter_groups(method, cfg)[1]["lr"] == cfg["lr"]
+    from sre_repro.methods import get_method
+    simcse_cfg = resolve(overrides={"method": "simcse", "scale": "smoke", "pooler": "avg", "eval_pooler": "avg"})
+    assert [g["name"] for g in parameter_groups(get_method("simcse").build(simcse_cfg, "cpu"), simcse_cfg)] == ["plm"]
+
+
+def test_each_group_follows_its_own_schedule(tmp_path):
+    """After a run the optimiser's groups ran at their own rates: the added group warmed up over half the steps."""
+    from sre_repro.train import linear_schedule
+    plm, head = linear_schedule(0.0, 6), linear_schedule(0.5, 6)
+    assert [plm(s) for s in range(6)] == pytest.approx([1, 5 / 6, 4 / 6, 3 / 6, 2 / 6, 1 / 6])
+    assert [head(s) for s in range(6)] == pytest.approx([0, 1 / 3, 2 / 3, 1, 2 / 3, 1 / 3])
+
+
+def test_summary_shares_and_movement_equal_a_hand_computation():
+    curve = [{"step": 3, "loss": 2.0, "contrastive": 1.0, "reconstruction": 4.0, "moved/cnn": 0.5, "moved/plm": 0.01},
+             {"step": 6, "loss": 1.5, "contrastive": 0.5, "reconstruction": 2.0, "moved/cnn": 0.7, "moved/plm": 0.02}]
+    first = {"loss": 3.0, "contrastive": 2.0, "reconstruction": 4.0}
+    summary = training_summary(curve, 3, first, {"contrastive": 1.0, "reconstruction": 0.25}, ["cnn", "plm"])
+    assert summary["kept_step"] == 3 and summary["loss_first"] == 3.0 and summary["loss_kept"] == 2.0
+    rec = summary["terms"]["reconstruction"]
+    assert (rec["first"], rec["kept"]) == (4.0, 4.0)
+    assert rec["share_first"] == pytest.approx(0.25 * 4 / 3) and rec["share_kept"] == pytest.approx(0.25 * 4 / 2)
+    assert summary["terms"]["contrastive"]["share_kept"] == pytest.approx(0.5)
+    assert summary["moved"] == {"cnn": 0.5, "plm": 0.01}
+    a, b = torch.tensor([3.0, 4.0]), torch.tensor([3.0, 5.0])
+    assert relative_change(b, a) == pytest.approx(1 / 5)
+
+
+def test_a_toy_run_records_what_its_modules_did(tmp_path):
+    r = train(SARCSE, results_root=tmp_path / "r", work_root=tmp_path / "w")
+    t = r["training"]
+    assert t["kept_step"] == r["metrics"]["best_step"]
+    assert set(t["moved"]) == {"text_cnns", "cnn", "cnn_t", "text_cnns_t", "plm"}
+    assert all(v > 0 for v in t["moved"].values())
+    # the added modules at 100x the PLM's lr move far more than the PLM
+    assert t["moved"]["text_cnns"] > 10 * t["moved"]["plm"]
+    kept = next(p for p in r["dev_curve"] if p["step"] == t["kept_step"])
+    for name, weight in (("contrastive", 1.0), ("reconstruction", 2.5e-4), ("reconstruction_plus", 2.5e-4)):
+        assert t["terms"][name]["weight"] == weight
+        assert t["terms"][name]["share_kept"] == pytest.approx(weight * kept[name] / kept["loss"])
+    shares = sum(term["share_kept"] for term in t["terms"].values())
+    assert shares == pytest.approx(1.0, abs=1e-6)  # the loss is exactly its weighted terms
+
+
+def test_a_run_with_added_modules_resumes_to_identical_numbers(tmp_path):
+    whole = train(SARCSE, results_root=tmp_path / "a", work_root=tmp_path / "wa")
+    kwargs = dict(results_root=tmp_path / "b", work_root=tmp_path / "wb")
+    with pytest.raises(Interrupted):
+        train({**SARCSE, "checkpoint_steps": 2}, interrupt_at_step=4, **kwargs)
+    resumed = train({**SARCSE, "checkpoint_steps": 2}, **kwargs)
+    assert resumed["metrics"]["sts"] == whole["metrics"]["sts"]
+    assert resumed["dev_curve"] == whole["dev_curve"]
+    assert resumed["training"] == whole["training"]
+
+
+def test_later_knobs_at_their_neutral_values_keep_a_runs_identity():
+    cfg = resolve(overrides={"method": "simcse", "scale": "cpu"})
+    old = {k: v for k, v in cfg.items() if k not in ("head_lr", "head_warmup_ratio", "eval_max_pairs")}
+    assert runs.config_hash(cfg) == runs.config_hash(old)
+    assert runs.config_hash({**cfg, "head_lr": 1e-3}) != runs.config_hash(cfg)
+    assert runs.config_hash({"run": cfg, "kfold": 3}) == runs.config_hash({"run": old, "kfold": 3})
+
+
+def test_smoke_scores_a_fixed_evenly_spaced_subset():
+    from sre_repro.data.sts import StsPairs
+    from sre_repro.evaluate.sts import evenly_spaced
+    pairs = StsPairs([f"a{i}" for i in range(10)], [f"b{i}" for i in range(10)], np.arange(10.0))
+    sub = evenly_spaced(pairs, 4)
+    assert sub.sent1 == ["a0", "a3", "a6", "a9"] and list(sub.gold) == [0, 3, 6, 9]
+    assert evenly_spaced(pairs, 0) is pairs and evenly_spaced(pairs, 20) is pairs
+
+
+def test_the_study_picks_on_dev_and_prefers_the_cheaper_on_ties():
+    from sre_repro.chapters import recipe
+    run = lambda dev: {"metrics": {"stsb_dev_best": dev}}
+    assert recipe.chosen_plm({(3e-5, 100): run(60.0), (1e-4, 100): run(62.3), (1e-4, 300): run(62.3)}) == (1e-4, 100)
+    assert recipe.chosen_head_lr({1e-4: run(50.0), 1e-3: run(51.0), 1e-2: run(51.0)}) == 1e-3
