@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 SCALE ?= cpu
-NOTEBOOKS := 00_baselines 00b_stand_in_plm 01_simcse sarcse byop 99_performance
+NOTEBOOKS := 00_baselines 00b_stand_in_plm 01_simcse cpu_recipe sarcse byop 99_performance
 export HF_HUB_OFFLINE ?= 1
 export SRE_REPRO_PROGRESS ?= 0
 

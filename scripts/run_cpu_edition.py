@@ -1,14 +1,20 @@
 """Compute every run the cpu edition of the book reads (cached: reruns are free). Used by the developers to
 fill results/; `make book` gets the same runs from the cache through the notebooks, which call the same
-`sre_repro.book` functions with the same arguments. Groups: baselines simcse simcse_sup sarcse byop (default:
-the first three); sarcse runs in the order of its chapter's tables (Table 1, Table 3, Table 2, then batch 512 with
+`sre_repro.book` and `sre_repro.chapters` functions with the same arguments. Groups: recipe baselines simcse
+simcse_sup sarcse byop (default: recipe, baselines, simcse, simcse_sup); recipe executes the appendix "The cpu
+recipe" (its study decides the cpu presets, so it comes first); sarcse runs in the order of its chapter's tables (Table 1, Table 3, Table 2, then batch 512 with
 every seed); byop executes its chapter at cpu scale (papermill, into work/executed/), which runs what it shows."""
 import sys
 
 from sre_repro import book
 from sre_repro.chapters import sarcse as sarcse_chapter
 
-which = sys.argv[1:] or ["baselines", "simcse", "simcse_sup"]
+which = sys.argv[1:] or ["recipe", "baselines", "simcse", "simcse_sup"]
+if "recipe" in which:
+    import papermill
+
+    papermill.execute_notebook("notebooks/cpu_recipe.ipynb", "work/executed/cpu_recipe.ipynb",
+                               parameters={"scale": "cpu"}, kernel_name="python3", progress_bar=False, cwd=".")
 if "baselines" in which:
     for name, result in book.baselines(book.baseline_models("cpu"), allow_stale=False).items():
         print(name, result["metrics"]["sts"]["avg"], flush=True)

@@ -77,20 +77,25 @@ def seeds(scale: str, chosen=None) -> list[int]:
 
 
 def baselines(models: list[str], precision: str = "fp32", data_dir=None, force: bool = False,
-              allow_stale: bool = True, poolers: list[str] | None = None) -> dict[str, dict]:
+              allow_stale: bool = True, poolers: list[str] | None = None, scale: str = "") -> dict[str, dict]:
     """Row name -> eval result, for every pooler of every model, whitening, and averaged GloVe; with
-    `poolers`, only those poolers of each model (a chapter that shows two rows evaluates two)."""
+    `poolers`, only those poolers of each model (a chapter that shows two rows evaluates two). `scale`: score
+    the scale's evenly spaced subset of each STS set, as its training runs do (smoke), instead of all pairs."""
+    from .config import SCALE_PRESETS
+
+    max_pairs = SCALE_PRESETS.get(scale, {}).get("eval_max_pairs", 0)
     out = {}
     for model in models:
         for pooler in poolers or BASELINE_POOLERS:
             out[f"{model} {pooler}"] = evaluate_model(data_dir, force, model_name=model, pooler=pooler,
-                                                      precision=precision, allow_stale=allow_stale)
+                                                      precision=precision, allow_stale=allow_stale, max_pairs=max_pairs)
         if not poolers:
             out[f"{model} {WHITENING_POOLER} + whitening"] = evaluate_model(
                 data_dir, force, model_name=model, pooler=WHITENING_POOLER, whiten=True, precision=precision,
-                allow_stale=allow_stale)
+                allow_stale=allow_stale, max_pairs=max_pairs)
     if not poolers:
-        out["glove avg (50d 6B)"] = evaluate_model(data_dir, force, model_name="glove", allow_stale=allow_stale)
+        out["glove avg (50d 6B)"] = evaluate_model(data_dir, force, model_name="glove", allow_stale=allow_stale,
+                                                   max_pairs=max_pairs)
     return out
 
 

@@ -22,10 +22,12 @@ def test_same_budget_keeps_the_number_of_training_sentences():
 def test_cosine_spread_is_the_within_group_variance():
     gold = np.array([0.5, 0.7, 1.5, 4.5, 5.0, 4.2])
     cos = np.array([0.1, 0.3, 0.5, 0.9, 0.7, 0.8])
-    table = sarcse_chapter.cosine_spread({"m": _run(cos.tolist())}, gold)
-    assert table.loc["m", "0-1"] == pytest.approx(np.var([0.1, 0.3]))
-    assert table.loc["m", "4-5"] == pytest.approx(np.var([0.9, 0.7, 0.8]))  # 5.0 belongs to the last group
-    assert np.isnan(table.loc["m", "2-3"])
+    table = sarcse_chapter.cosine_spread({"m": [{**_run(cos.tolist()), "seed": 7}]}, gold)
+    total = np.var(cos)
+    assert table.loc["m (seed 7)", "total variance"] == pytest.approx(total)
+    assert table.loc["m (seed 7)", "0-1"] == pytest.approx(np.var([0.1, 0.3]) / total)
+    assert table.loc["m (seed 7)", "4-5"] == pytest.approx(np.var([0.9, 0.7, 0.8]) / total)  # 5.0 is in the last group
+    assert np.isnan(table.loc["m (seed 7)", "2-3"])
 
 
 def test_importance_rows_scale_each_sentence_and_invert_errors():
@@ -101,6 +103,52 @@ def test_byop_variants_are_table_6_rows():
                                       "loss_mode": "multi-task"}
     roberta = byop_chapter.byop_variants("paper", "roberta-base")["SimCSE +BYOPC-M"]
     assert (roberta["perturbation"], roberta["margin"], roberta["batch_size"], roberta["lr"]) == ("n-", 0.005, 128, 1e-5)
+    # the notebook's dynamic_margin_axis goes to the BYOPD variants only: a BYOPC run keeps its identity
+    column = byop_chapter.byop_variants("cpu", dynamic_margin_axis="column")
+    assert column["SimCSE +BYOPD"]["dynamic_margin_axis"] == column["SimCSE +BYOPD-M"]["dynamic_margin_axis"] == "column"
+    assert "dynamic_margin_axis" not in column["SimCSE +BYOPC"] and "dynamic_margin_axis" not in column["SimCSE +BYOPC-M"]
+
+
+def test_the_default_margin_axis_keeps_the_byopd_runs_identity():
+    """Passing dynamic_margin_axis=anchor (the notebook's default) names the same run as leaving it out."""
+    from sre_repro import runs
+    from sre_repro.config import resolve
+
+    plain = byop_chapter.byop_variants("cpu")["SimCSE +BYOPD"]
+    anchor = byop_chapter.byop_variants("cpu", dynamic_margin_axis="anchor")["SimCSE +BYOPD"]
+    column = byop_chapter.byop_variants("cpu", dynamic_margin_axis="column")["SimCSE +BYOPD"]
+    hashes = [runs.config_hash(resolve(overrides={"scale": "cpu", "seed": 42, **v})) for v in (plain, anchor, column)]
+    assert hashes[0] == hashes[1] != hashes[2]
+
+
+def _curve_run(seed, avg, best_step, curve):
+    return {"seed": seed, "metrics": {"sts": {"avg": avg}, "best_step": best_step}, "dev_curve": curve}
+
+
+def test_table_1_cells_say_which_seeds_they_rest_on():
+    groups = {"A": [_curve_run(42, 50.0, 0, []), _curve_run(43, 52.0, 0, []), _curve_run(44, 54.0, 0, [])],
+              "B": [_curve_run(42, 53.804, 0, [])]}
+    assert byop_chapter.labelled_means(groups) == {"A": "52.00 (3 seeds)", "B": "53.80 (seed 42)"}
+
+
+def test_paper_ablation_puts_the_top_row_under_its_perturbation():
+    table = byop_chapter.paper_ablation("BERT-base")  # Table 6: BYOPD is n-, BYOPD-M is p+n-
+    assert table.loc["n-", "single (Table 8)"] == 77.45 and table.loc["p+", "single (Table 8)"] == 77.25
+    assert table.loc["p+n-", "multi-task (Table 9)"] == 77.35 and table.loc["n-", "multi-task (Table 9)"] == 77.29
+    assert list(table.index) == ["p-n-", "p+n-", "p+", "p-", "n-"] and not table.isna().any().any()
+
+
+def test_geometry_points_take_the_first_kept_and_last_evaluation():
+    curve = [{"step": s, "alignment": a, "uniformity": u, **({"train_alignment": a / 2, "train_uniformity": u} if s > 10 else {})}
+             for s, a, u in ((10, 0.2, -2.0), (20, 0.25, -2.3), (30, 0.3, -2.4))]
+    table = byop_chapter.geometry_points({"r": _curve_run(42, 0.0, 20, curve), "none": _curve_run(42, 0.0, 20, [])})
+    assert table.loc["r", ["first step", "kept step", "last step"]].tolist() == [10, 20, 30]
+    assert table.loc["r", ["alignment (first)", "alignment (kept)", "alignment (last)"]].tolist() == [0.2, 0.25, 0.3]
+    assert table.loc["r", "uniformity (kept)"] == -2.3 and table.loc["none"].isna().all()
+    train = byop_chapter.geometry_points({"r": _curve_run(42, 0.0, 99, curve)}, prefix="train_")
+    # only the points that have the keys; a kept step not on the curve falls back to the last evaluation
+    assert train.loc["r", ["first step", "kept step"]].tolist() == [20, 30]
+    assert train.loc["r", "alignment (first)"] == 0.125
 
 
 def test_perturbation_points_move_along_the_anchor():

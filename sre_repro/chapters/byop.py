@@ -1,7 +1,9 @@
 """The BYOP chapter's plan: its grids, BYOP's four variants per PLM, RankCSE's students and teachers,
-Figure 1's points and Table 10's transfer protocol."""
+Figure 1's points and Table 10's transfer protocol; and the small tables behind its prose (Table 1's seed
+labels, the paper's Tables 8-9 by perturbation, Figures 2-4's values at the first, kept and last evaluation)."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from .. import book
@@ -63,10 +65,11 @@ def paper_plm(model_name: str) -> str:
     return next((label for label, hub in PLMS.items() if hub == model_name), "BERT-base")
 
 
-def byop_variants(scale: str, model_name: str = "") -> dict[str, dict]:
+def byop_variants(scale: str, model_name: str = "", dynamic_margin_axis: str | None = None) -> dict[str, dict]:
     """Run overrides of BYOP's four variants from the paper's Table 6 row for the PLM: margin type,
     perturbation, constant margin and loss; at paper scale also its batch size, lr and temperature (the
-    smaller editions keep their own presets)."""
+    smaller editions keep their own presets). `dynamic_margin_axis`, when given, goes to the BYOPD variants
+    only (a BYOPC run does not use it, so it keeps its identity whatever the axis)."""
     from ..papers.byop import TABLE6_SETTINGS
 
     plm = paper_plm(model_name or book.plms(scale)[0])
@@ -77,10 +80,57 @@ def byop_variants(scale: str, model_name: str = "") -> dict[str, dict]:
                      "perturbation": perturbation, "loss_mode": "multi-task" if variant.endswith("-M") else "single"}
         if margin is not None:
             overrides["margin"] = margin
+        if overrides["margin_type"] == "dynamic" and dynamic_margin_axis is not None:
+            overrides["dynamic_margin_axis"] = dynamic_margin_axis
         if scale == "paper":
             overrides.update(batch_size=batch, lr=lr, temperature=tau)
         out[f"SimCSE +{variant}"] = overrides
     return out
+
+
+def seeds_label(group: list[dict]) -> str:
+    """What a cell of mean values rests on: "3 seeds" for several runs, "seed 42" for one."""
+    return f"{len(group)} seeds" if len(group) > 1 else f"seed {group[0]['seed']}"
+
+
+def labelled_means(groups: dict[str, list[dict]]) -> dict[str, str]:
+    """Table 1's "ours" cells: each row's average STS, the mean over its runs, labelled with the seeds it
+    rests on ("77.10 (3 seeds)", "76.80 (seed 42)"), since Table 2's rows have every seed and the others one."""
+    return {name: f"{np.mean([r['metrics']['sts']['avg'] for r in group]):.2f} ({seeds_label(group)})"
+            for name, group in groups.items()}
+
+
+def paper_ablation(plm: str) -> pd.DataFrame:
+    """The paper's Tables 8-9 for a PLM by perturbation: the top row of each ("BYOPD", "BYOPD-M") is put
+    under the perturbation Table 6 gives that variant, so every row is a perturbation (NaN: not reported)."""
+    from ..papers.byop import TABLE6_SETTINGS, TABLE8_SINGLE, TABLE9_MULTI
+
+    columns = {}
+    for column, table, variant in (("single (Table 8)", TABLE8_SINGLE, "BYOPD"),
+                                   ("multi-task (Table 9)", TABLE9_MULTI, "BYOPD-M")):
+        top = TABLE6_SETTINGS[variant][plm][-1]
+        columns[column] = {top if name == variant else name: value for name, value in table[plm].items()}
+    return pd.DataFrame(columns).reindex(["p-n-", "p+n-", "p+", "p-", "n-"])
+
+
+def geometry_points(runs: dict[str, dict], prefix: str = "") -> pd.DataFrame:
+    """Figures 2-4 in numbers: per run, alignment and uniformity (dev-curve keys `prefix` + name; "" = STS-B
+    dev, "train_" = the training views; both are losses, lower is better) at the first evaluation, at the
+    kept step (`best_step`, else the last evaluation) and at the last evaluation. NaN where a run's curve
+    lacks the key."""
+    columns = ["first step", "kept step", "last step",
+               *[f"{m} ({w})" for m in ("alignment", "uniformity") for w in ("first", "kept", "last")]]
+    rows = {}
+    for name, run in runs.items():
+        curve = [p for p in run["dev_curve"] if prefix + "alignment" in p]
+        if not curve:
+            rows[name] = {}
+            continue
+        points = {"first": curve[0], "kept": next((p for p in curve if p["step"] == run["metrics"].get("best_step")),
+                                                  curve[-1]), "last": curve[-1]}
+        rows[name] = {f"{w} step": points[w]["step"] for w in points}
+        rows[name].update({f"{m} ({w})": points[w][prefix + m] for m in ("alignment", "uniformity") for w in points})
+    return pd.DataFrame.from_dict(rows, orient="index").reindex(index=list(runs), columns=columns)
 
 
 def perturbation_points(model: str, sentences: list[str], margin: float, pooler: str = "avg", seed: int = 0,

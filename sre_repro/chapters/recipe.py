@@ -7,6 +7,8 @@ The chosen values are the `cpu` presets (sre_repro/config.py and the methods' SC
 """
 from __future__ import annotations
 
+import pandas as pd
+
 from .. import book
 from ..errors import SreError
 from ..train import train
@@ -14,7 +16,7 @@ from ..train import train
 SEED = 42
 GRIDS = {
     "lrs": {"smoke": [1e-4, 1e-3], "cpu": [3e-5, 1e-4, 3e-4], "paper": [3e-5]},
-    "steps": {"smoke": [3, 6], "cpu": [100, 300], "paper": [0]},  # paper: one epoch
+    "steps": {"smoke": [6], "cpu": [100, 300], "paper": [0]},  # paper: one epoch
     "head_lrs": {"smoke": [1e-3, 1e-2], "cpu": [1e-4, 1e-3, 1e-2], "paper": [3e-5]},
 }
 # methods of the book with modules added to the PLM at this scale (SimCSE's MLP exists only with [CLS])
@@ -54,3 +56,34 @@ def head_runs(method: str, scale: str, lr: float, steps: int, model_name: str = 
 def chosen_head_lr(runs: dict[float, dict]) -> float:
     """The head_lr whose run scored best on STS-B dev; ties keep the smaller."""
     return max(runs, key=lambda h: (runs[h]["metrics"]["stsb_dev_best"], -h))
+
+
+def study_table(runs: dict[str, dict]) -> pd.DataFrame:
+    """One row per setting: STS-B dev of the kept checkpoint (what chooses), the kept step, the loss at the
+    first step and at the kept step, how far the PLM and each added module moved, and the average STS on the
+    test sets (shown, never used to choose)."""
+    rows = {}
+    for label, r in runs.items():
+        t = r.get("training") or {}
+        row = {"STS-B dev (kept)": round(r["metrics"]["stsb_dev_best"], 2), "kept step": r["metrics"]["best_step"],
+               "of steps": r["steps"], "loss first → kept": (f"{t['loss_first']:.3g} → {t['loss_kept']:.3g}" if t else "–")}
+        row.update({f"moved: {m}": f"{100 * v:.2f}%" for m, v in (t.get("moved") or {}).items() if v is not None})
+        row["anisotropy (STS-B test)"] = round(r["metrics"]["geometry"]["anisotropy"], 3)
+        row["avg STS test (not used to choose)"] = round(r["metrics"]["sts"]["avg"], 2)
+        rows[label] = row
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def preset_check(scale: str, lr: float, steps: int, head_lrs: dict[str, float]) -> pd.DataFrame:
+    """The scale's presets beside what the study chose (method -> chosen head_lr)."""
+    from ..config import resolve
+
+    rows = {"PLM lr (every method)": (resolve(overrides={"method": "simcse", "scale": scale})["lr"], lr),
+            "steps (every method)": (resolve(overrides={"method": "simcse", "scale": scale})["max_steps"], steps)}
+    for method, head_lr in head_lrs.items():
+        cfg = resolve(overrides={"method": method, "scale": scale})
+        rows[f"head_lr ({method})"] = (cfg["head_lr"] or cfg["lr"], head_lr)  # 0 means lr
+    frame = pd.DataFrame.from_dict({name: {"preset": f"{preset:g}", "chosen by the study": f"{chosen:g}",
+                                           "equal": preset == chosen} for name, (preset, chosen) in rows.items()},
+                                   orient="index")
+    return frame

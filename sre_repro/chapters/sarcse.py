@@ -37,16 +37,22 @@ def stsb_test_gold(data_dir=None):
     return load_split("STSBenchmark", "test", data_dir).gold
 
 
-def cosine_spread(runs: dict[str, dict], gold) -> pd.DataFrame:
-    """Variance of the predicted STS-B test cosine within each gold-score group (SARCSE's Appendix D)."""
+def cosine_spread(groups: dict[str, list[dict]], gold) -> pd.DataFrame:
+    """Variance of the predicted STS-B test cosine within each gold-score group (SARCSE's Appendix D), divided
+    by the variance of all the run's cosines, one row per run (a model whose cosines all crowd together has
+    small within-group variances for that reason alone; the ratio asks how much of its spread lies within
+    groups). The last column is that total variance."""
     from ..plots import GOLD_GROUPS
 
     gold = np.asarray(gold)
     out = {}
-    for name, run in runs.items():
-        cos = np.asarray(run["metrics"]["stsb_test_cosine"])
-        out[name] = {f"{lo}-{hi}": float(cos[(gold >= lo) & ((gold < hi) if hi < 5 else (gold <= hi))].var())
-                     for lo, hi in GOLD_GROUPS}
+    for name, runs in groups.items():
+        for run in runs:
+            cos = np.asarray(run["metrics"]["stsb_test_cosine"])
+            total = float(cos.var())
+            row = {f"{lo}-{hi}": float(cos[(gold >= lo) & ((gold < hi) if hi < 5 else (gold <= hi))].var()) / total
+                   for lo, hi in GOLD_GROUPS}
+            out[f"{name} (seed {run['seed']})"] = {**row, "total variance": total}
     return pd.DataFrame(out).T
 
 
