@@ -52,9 +52,11 @@ SCALE_PRESETS = {
     "smoke": dict(model_name="tiny-random", train_data="wiki1m", max_train_examples=96, batch_size=8,
                   max_len=16, max_steps=6, eval_steps=3, lr=1e-4, precision="fp32", eval_max_pairs=100),
     # sre-bert: the book's own small raw BERT (models/sre-bert). fp32: the build machines' CPUs (AMD EPYC,
-    # AVX2) have no bf16 units; bf16 autocast is ~30x slower there (make bench).
+    # AVX2) have no bf16 units; bf16 autocast is ~30x slower there (make bench). lr and max_steps: chosen on
+    # STS-B dev by the appendix "The cpu recipe" (notebooks/cpu_recipe.ipynb, sre_repro/chapters/recipe.py);
+    # methods with added modules take their head_lr from it too (their SCALE_PRESETS).
     "cpu": dict(model_name="sre-bert", train_data="wiki1m", batch_size=64, max_len=32, max_steps=100,
-                eval_steps=20, lr=3e-5, precision="fp32"),
+                eval_steps=20, lr=1e-4, precision="fp32"),
     "paper": dict(model_name="bert-base-uncased", train_data="wiki1m_full", batch_size=64, max_len=32,
                   epochs=1, max_steps=0, eval_steps=125, lr=3e-5, precision="fp16"),
 }

@@ -105,4 +105,24 @@ def test_the_study_picks_on_dev_and_prefers_the_cheaper_on_ties():
     from sre_repro.chapters import recipe
     run = lambda dev: {"metrics": {"stsb_dev_best": dev}}
     assert recipe.chosen_plm({(3e-5, 100): run(60.0), (1e-4, 100): run(62.3), (1e-4, 300): run(62.3)}) == (1e-4, 100)
+    # a longer setting that scores higher is shown but not chosen when it is over the edition's step budget
+    grid = {(3e-5, 100): run(60.0), (1e-4, 100): run(62.1), (1e-4, 300): run(62.5)}
+    assert recipe.chosen_plm(grid) == (1e-4, 300) and recipe.chosen_plm(grid, max_steps=100) == (1e-4, 100)
     assert recipe.chosen_head_lr({1e-4: run(50.0), 1e-3: run(51.0), 1e-2: run(51.0)}) == 1e-3
+
+
+def test_the_cpu_presets_equal_what_the_committed_study_chose():
+    """The study's committed records (results/) decide the cpu presets: read them, choose as the appendix does."""
+    from sre_repro.chapters import recipe
+    stored = {key: runs.read("simcse", resolve(overrides=o), runs.REPO_ROOT / "results")
+              for key, o in recipe.plm_settings("cpu").items()}
+    assert all(stored.values()), "results/ lacks study runs: execute notebooks/cpu_recipe.ipynb at cpu"
+    lr, steps = recipe.chosen_plm(stored, recipe.STEP_BUDGET["cpu"])
+    preset = resolve(overrides={"method": "simcse", "scale": "cpu"})
+    assert (preset["lr"], preset["max_steps"]) == (lr, steps)
+    for method in recipe.ADDED_MODULE_METHODS:
+        heads = {h: runs.read(method, resolve(overrides=o), runs.REPO_ROOT / "results")
+                 for h, o in recipe.head_settings(method, "cpu", lr, steps).items()}
+        assert all(heads.values()), f"results/ lacks the {method} head_lr study runs"
+        cfg = resolve(overrides={"method": method, "scale": "cpu"})
+        assert (cfg["lr"], cfg["max_steps"], cfg["head_lr"]) == (lr, steps, recipe.chosen_head_lr(heads))

@@ -31,10 +31,13 @@ def same_budget(scale: str, method: str, batch_size: int) -> dict:
     return {"batch_size": batch_size, "max_steps": steps, "eval_steps": max(1, min(preset["eval_steps"], steps // 5 or 1))}
 
 
-def stsb_test_gold(data_dir=None):
+def stsb_test_gold(data_dir=None, run: dict | None = None):
+    """STS-B test gold scores, of the pairs `run` was scored on (smoke runs score an evenly spaced subset)."""
     from ..data.sts import load_split
+    from ..evaluate.sts import evenly_spaced
 
-    return load_split("STSBenchmark", "test", data_dir).gold
+    max_pairs = (run or {}).get("config", {}).get("eval_max_pairs", 0)
+    return evenly_spaced(load_split("STSBenchmark", "test", data_dir), max_pairs).gold
 
 
 def cosine_spread(groups: dict[str, list[dict]], gold) -> pd.DataFrame:
