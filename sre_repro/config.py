@@ -54,12 +54,18 @@ SCALE_PRESETS = {
     # sre-bert: the book's own small raw BERT (models/sre-bert). fp32: the build machines' CPUs (AMD EPYC,
     # AVX2) have no bf16 units; bf16 autocast is ~30x slower there (make bench). lr and max_steps: chosen on
     # STS-B dev by the appendix "The cpu recipe" (notebooks/cpu_recipe.ipynb, sre_repro/chapters/recipe.py);
-    # methods with added modules take their head_lr from it too (their SCALE_PRESETS).
+    # methods with added modules take their head_lr from it too (HEAD_LR_PRESETS below).
     "cpu": dict(model_name="sre-bert", train_data="wiki1m", batch_size=64, max_len=32, max_steps=100,
                 eval_steps=20, lr=1e-4, precision="fp32"),
     "paper": dict(model_name="bert-base-uncased", train_data="wiki1m_full", batch_size=64, max_len=32,
                   epochs=1, max_steps=0, eval_steps=125, lr=3e-5, precision="fp16"),
 }
+
+
+# The learning rate of each method's added modules (Method.added_modules) per scale, where it is not `lr`:
+# at cpu chosen on STS-B dev by the appendix "The cpu recipe" (sre_repro/chapters/recipe.py). Applied after
+# the method's own presets; the other scales keep the paper's single learning rate.
+HEAD_LR_PRESETS = {"cpu": {"sarcse": 1e-3}}
 
 
 def _coerce(key: str, value, typ):
@@ -125,6 +131,8 @@ def resolve(method: str | None = None, overrides: dict | None = None) -> dict:
     cfg = {**dataclasses.asdict(CommonConfig()), **dataclasses.asdict(method_cls.Params())}
     cfg.update(SCALE_PRESETS[scale])
     cfg.update(method_cls.SCALE_PRESETS.get(scale, {}))
+    if method in HEAD_LR_PRESETS.get(scale, {}):
+        cfg["head_lr"] = HEAD_LR_PRESETS[scale][method]
     cfg.update({k: _coerce(k, v, types[k]) for k, v in overrides.items()})
     cfg["method"], cfg["scale"] = method, scale
     validate(cfg, method_cls)
