@@ -193,9 +193,8 @@ def training_table(groups: dict[str, list[dict]]) -> pd.DataFrame:
         for r in results:
             t = r.get("training")
             label = f"{name} (seed {r['seed']})"
-            aniso = r["metrics"]["geometry"]["anisotropy"]
             row = {"kept step": r["metrics"].get("best_step"),
-                   "anisotropy": f"{aniso:.3f}" + (" COLLAPSED" if aniso > COLLAPSE_ANISOTROPY else "")}
+                   "anisotropy": f"{r['metrics']['geometry']['anisotropy']:.3f}" + (" COLLAPSED" if collapsed(r) else "")}
             if t is None:
                 rows[label] = {**row, "loss first → kept": "not recorded (older record)"}
                 continue
