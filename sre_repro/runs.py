@@ -125,6 +125,9 @@ def is_stale(kind: str, record: dict) -> bool:
 def read(kind: str, cfg: dict, root=None) -> dict | None:
     """The stored result for this config, or None if absent or unreadable. Sets result['stale']."""
     path = run_path(kind, cfg, root)
+    if log := os.environ.get("SRE_REPRO_READ_LOG"):  # which records the book reads (scripts/unread_results.py)
+        with open(log, "a") as f:
+            f.write(f"{path.resolve()}\n")
     try:
         result = json.loads(path.read_text())
         if identity(result.get("config") or {}) != identity(cfg):
@@ -171,15 +174,3 @@ def save(kind: str, cfg: dict, result: dict, root=None) -> dict:
     # hand back what a later read returns (tuples become lists), so a fresh run equals its cached self
     return {**json.loads(json.dumps(record)), "stale": False}
 
-
-def all_results(kind: str, root=None) -> list[dict]:
-    """Every stored result of a kind (for tables across runs)."""
-    out = []
-    for path in sorted((results_dir(root) / kind).glob("*.json")):
-        try:
-            r = json.loads(path.read_text())
-        except ValueError:
-            continue
-        r["stale"] = is_stale(kind, r)
-        out.append(r)
-    return out

@@ -212,3 +212,16 @@ def test_kept_weights_come_from_the_run_s_own_training_when_this_machine_has_it(
     runs.run_path("simcse", record["config"]).unlink()  # no record: nothing says the checkpoints are current
     kept_checkpoint(overrides, data_dir)
     assert retrained == [1, 1]
+
+
+def test_the_read_log_names_exactly_the_records_looked_up(tmp_path, monkeypatch):
+    """scripts/unread_results.py deletes what the log does not name, so a record that is read must be in it."""
+    kept, other = {"model_name": "glove", "pooler": "avg"}, {"model_name": "glove", "pooler": "cls"}
+    for cfg in (kept, other):
+        runs.save("eval", cfg, {"metrics": {}}, tmp_path / "r")
+    monkeypatch.setenv("SRE_REPRO_READ_LOG", str(tmp_path / "read.log"))
+    assert runs.lookup("eval", kept, tmp_path / "r") is not None
+    assert runs.lookup("eval", {"model_name": "glove", "pooler": "max"}, tmp_path / "r") is None  # a miss is logged too
+    logged = (tmp_path / "read.log").read_text().split()
+    assert logged == [str(runs.run_path("eval", c, tmp_path / "r").resolve()) for c in (kept, {"model_name": "glove", "pooler": "max"})]
+    assert str(runs.run_path("eval", other, tmp_path / "r").resolve()) not in logged

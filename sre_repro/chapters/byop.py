@@ -220,14 +220,3 @@ def transfer(source: dict, scale: str, data_dir=None, force: bool = False, tasks
     metrics = evaluate_transfer(encode, chosen, data_dir, cfg["kfold"], cfg["mrpc_features"], solver,
                                 cfg["sst2_train"])
     return runs.save("transfer", cfg, {"metrics": metrics, "wall_seconds": time.time() - started})
-
-
-# Until this chapter's cpu records are recomputed under the presets of the appendix "The cpu recipe", it runs
-# (and serves from the cache) the recipe they were made with, and says so above its tables; at the other scales
-# nothing is pinned. Delete the pin once the records are recomputed.
-PRE_STUDY_RECIPE = {"cpu": {"lr": 3e-5}}
-
-
-def recipe_pin(scale: str) -> dict:
-    """Overrides that keep this chapter on the recipe its committed records were made with ({} = the presets)."""
-    return dict(PRE_STUDY_RECIPE.get(scale, {}))

@@ -1,0 +1,20 @@
+"""List the committed run records that no notebook reads, so they can be removed after a recompute.
+
+    SRE_REPRO_READ_LOG=work/read.log make book   # every record a lookup asks for is appended to the log
+    python scripts/unread_results.py work/read.log [--delete]
+"""
+import sys
+from pathlib import Path
+
+from sre_repro import runs
+
+if len(sys.argv) < 2:
+    sys.exit("usage: python scripts/unread_results.py READ_LOG [--delete]  (make the log with SRE_REPRO_READ_LOG=READ_LOG make book)")
+read = {Path(line.strip()) for line in Path(sys.argv[1]).read_text().splitlines() if line.strip()}
+unread = [p for p in sorted(runs.results_dir().resolve().glob("*/*.json")) if p not in read]
+for path in unread:
+    print(path.relative_to(runs.results_dir().resolve()))
+    if "--delete" in sys.argv:
+        path.unlink()
+print(f"{len(unread)} of {len(unread) + len(read & set(runs.results_dir().resolve().glob('*/*.json')))} records unread",
+      file=sys.stderr)
