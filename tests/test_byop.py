@@ -136,3 +136,23 @@ def test_ifm_tracks_training_view_geometry_without_touching_the_training_randomn
         z1, z2 = ifm.views(batch)
     assert alignment(z1, z2) == pytest.approx(0.0, abs=1e-10)  # without dropout the views coincide
     assert {"stsb_dev", "alignment", "train_alignment", "train_uniformity"} <= set(ifm.dev_metrics())
+
+
+def test_curve_gap_is_the_largest_dev_difference_at_shared_steps():
+    from sre_repro.chapters.byop import curve_gap
+    simcse = {"dev_curve": [{"step": 20, "stsb_dev": 60.0}, {"step": 40, "stsb_dev": 61.0}, {"step": 60, "stsb_dev": 62.0}]}
+    byop = {"dev_curve": [{"step": 20, "stsb_dev": 60.5}, {"step": 40, "stsb_dev": 59.8}, {"step": 80, "stsb_dev": 10.0}]}
+    assert curve_gap(byop, simcse) == pytest.approx(1.2)  # step 40; step 80 has no SimCSE point to compare
+    with pytest.raises(ValueError, match="share no evaluation step"):
+        curve_gap({"dev_curve": [{"step": 5, "stsb_dev": 1.0}]}, simcse)
+
+
+def test_a_margin_that_barely_acted_gets_no_verdict():
+    from sre_repro.chapters.byop import ACTED_DEV_GAP, perturbation_verdict
+    simcse = [{"seed": s, "dev_curve": [{"step": 20, "stsb_dev": 60.0 + s}]} for s in (42, 43)]
+    close = [{"seed": 43, "dev_curve": [{"step": 20, "stsb_dev": 103.0 + ACTED_DEV_GAP / 2}]},
+             {"seed": 42, "dev_curve": [{"step": 20, "stsb_dev": 102.0}]}]  # matched by seed, not by order
+    claim = {"claim": "BYOP improves SimCSE", "verdict": "holds at this scale"}
+    assert perturbation_verdict(claim, close, simcse)["verdict"].startswith("not tested at this budget")
+    far = [close[0], {"seed": 42, "dev_curve": [{"step": 20, "stsb_dev": 102.0 + 2 * ACTED_DEV_GAP}]}]
+    assert perturbation_verdict(claim, far, simcse)["verdict"] == "holds at this scale"

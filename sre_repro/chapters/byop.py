@@ -113,6 +113,33 @@ def paper_ablation(plm: str) -> pd.DataFrame:
     return pd.DataFrame(columns).reindex(["p-n-", "p+n-", "p+", "p-", "n-"])
 
 
+# Below this many points of STS-B dev, a same-seed run's curve (same batches, same dropout) is taken as SimCSE's
+# own: smaller than SimCSE's spread over seeds at cpu (0.58 points of average STS), so the perturbation barely acted.
+ACTED_DEV_GAP = 0.5
+
+
+def curve_gap(run: dict, reference: dict) -> float:
+    """The largest |STS-B dev difference| between two runs' dev curves at the steps both evaluated: how far a
+    perturbation moved training away from the same seed's SimCSE (0 when it changed nothing the dev set sees)."""
+    reference_dev = {p["step"]: p["stsb_dev"] for p in reference["dev_curve"]}
+    gaps = [abs(p["stsb_dev"] - reference_dev[p["step"]]) for p in run["dev_curve"] if p["step"] in reference_dev]
+    if not gaps:
+        raise ValueError("the two runs share no evaluation step: compare runs with the same eval_steps")
+    return max(gaps)
+
+
+
+def perturbation_verdict(result: dict, runs: list[dict], reference: list[dict]) -> dict:
+    """`report.verdict`'s result for a margin (IFM's or BYOP's) against the same method without it, issued only
+    when the margin acted: when every run's dev curve stays within ACTED_DEV_GAP of its seed's reference run,
+    the verdict reads "not tested at this budget" (a margin adds no module for the did-it-train rule to check)."""
+    by_seed = {r["seed"]: r for r in reference}
+    gap = max(curve_gap(r, by_seed[r["seed"]]) for r in runs)
+    if gap < ACTED_DEV_GAP:
+        result = {**result, "verdict": f"not tested at this budget (the margin barely acted: every STS-B dev curve within "
+                                       f"{gap:.2f} points of its seed's run without it)"}
+    return result
+
 def geometry_points(runs: dict[str, dict], prefix: str = "") -> pd.DataFrame:
     """Figures 2-4 in numbers: per run, alignment and uniformity (dev-curve keys `prefix` + name; "" = STS-B
     dev, "train_" = the training views; both are losses, lower is better) at the first evaluation, at the
