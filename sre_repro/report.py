@@ -108,16 +108,23 @@ def poolers(cfg: dict) -> tuple[str, str]:
     return ("cls + MLP" if train_pooler == "cls" else train_pooler), cfg.get("eval_pooler")
 
 
-def scale_banner(scale: str, cfg: dict | None = None, seeds=None, extra: str = "") -> str:
-    """The line printed above every table: what was run, at which scale, pooled how in training and at test."""
+def scale_banner(scale: str, cfg: dict | None = None, seeds=None, extra: str = "", also=()) -> str:
+    """The line printed above every table: what was run, at which scale, pooled how in training and at test.
+    `also`: the configs of the table's runs of other methods, whose poolers are named too."""
     parts = [f"Scale: {scale}"]
     if cfg:
         steps = cfg["max_steps"] or f"{cfg['epochs']} epoch(s)"
         head = f", added modules lr {cfg['head_lr']}" if cfg.get("head_lr") else ""
-        trained_with, tested_with = poolers(cfg)
         parts.append(f"model {cfg['model_name']}, {cfg['train_data']}, {steps} steps x batch {cfg['batch_size']}, "
                      f"max_len {cfg['max_len']}, lr {cfg['lr']}{head}, {cfg['precision']}")
-        parts.append(f"pooler: {trained_with} in training, {tested_with} at test")
+        pooled = {}
+        for c in (cfg, *also):
+            pooled.setdefault(c.get("method"), poolers(c))
+        if len(pooled) == 1:
+            parts.append("pooler: {} in training, {} at test".format(*pooled[cfg.get("method")]))
+        else:
+            parts.append("pooler: " + "; ".join(f"{method} {train} in training, {test} at test"
+                                                for method, (train, test) in pooled.items()))
     if seeds:
         parts.append("seeds " + ", ".join(map(str, seeds)))
     if extra:
@@ -145,6 +152,14 @@ COLLAPSE_ANISOTROPY = 0.8
 
 def collapsed(run: dict) -> bool:
     return run["metrics"]["geometry"]["anisotropy"] > COLLAPSE_ANISOTROPY
+
+
+def flag_collapsed(result: dict, runs: list[dict]) -> dict:
+    """A verdict that rests on a collapsed kept checkpoint says so (the claim's numbers include that run)."""
+    bad = [r["seed"] for r in runs if collapsed(r)]
+    if not bad:
+        return result
+    return {**result, "verdict": f"{result['verdict']}; rests on {len(bad)} COLLAPSED run(s) (seed {', '.join(map(str, bad))})"}
 
 
 def loss_drop(run: dict, term: str) -> float | None:

@@ -47,3 +47,17 @@ def test_transfer_table_lays_out_accuracies_and_their_mean():
     assert list(table.columns) == ["TREC", "MRPC", "Avg."]
     assert table.loc["SimCSE"].tolist() == [90.5, 60.0, 75.25]
     assert table.loc["PLM avg", "Avg."] == record["metrics"]["avg"]
+
+
+def test_banner_names_each_methods_poolers_and_collapse_is_flagged_in_verdicts():
+    from sre_repro.report import COLLAPSE_ANISOTROPY, flag_collapsed, scale_banner
+    cfg = {"method": "sarcse", "max_steps": 100, "model_name": "sre-bert", "train_data": "wiki1m", "batch_size": 64,
+           "max_len": 32, "lr": 1e-4, "head_lr": 1e-3, "precision": "fp32", "eval_pooler": "avg"}
+    simcse = {**cfg, "method": "simcse", "pooler": "avg", "head_lr": 0.0}
+    assert "pooler: Z (SARCSE's CNN) in training, Z (SARCSE's CNN) at test |" in scale_banner("cpu", cfg, [42])
+    both = scale_banner("cpu", cfg, [42], also=[simcse, simcse])
+    assert "pooler: sarcse Z (SARCSE's CNN) in training, Z (SARCSE's CNN) at test; simcse avg in training, avg at test" in both
+    runs = [{"seed": s, "metrics": {"geometry": {"anisotropy": a}}} for s, a in ((42, COLLAPSE_ANISOTROPY + 0.01), (43, 0.3))]
+    claim = {"claim": "x", "verdict": "holds at this scale"}
+    assert flag_collapsed(claim, runs)["verdict"] == "holds at this scale; rests on 1 COLLAPSED run(s) (seed 42)"
+    assert flag_collapsed(claim, runs[1:]) == claim
