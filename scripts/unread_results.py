@@ -26,5 +26,4 @@ for path in unread:
     print(path.relative_to(runs.results_dir().resolve()))
     if "--delete" in sys.argv:
         path.unlink()
-print(f"{len(unread)} of {len(unread) + len(read & set(runs.results_dir().resolve().glob('*/*.json')))} records unread",
-      file=sys.stderr)
+print(f"{len(unread)} of {len(list(runs.results_dir().glob('*/*.json')))} records unread", file=sys.stderr)
