@@ -15,6 +15,7 @@ import pandas as pd
 from .errors import SreError
 from .evaluate.model import evaluate_model
 from .report import sts_row
+from .runs import check_named_data_dir
 from .train import train
 
 # plms: the PLMs each method trains from; also_evaluated: models shown in the baselines chapter only.
@@ -83,6 +84,7 @@ def baselines(models: list[str], precision: str = "fp32", data_dir=None, force: 
     the scale's evenly spaced subset of each STS set, as its training runs do (smoke), instead of all pairs."""
     from .config import SCALE_PRESETS
 
+    check_named_data_dir(data_dir)
     max_pairs = SCALE_PRESETS.get(scale, {}).get("eval_max_pairs", 0)
     out = {}
     for model in models:
@@ -102,6 +104,7 @@ def baselines(models: list[str], precision: str = "fp32", data_dir=None, force: 
 def train_seeds(method: str, scale: str, seed_list: list[int], model_name: str = "", data_dir=None,
                 force: bool = False, allow_stale: bool = True, per_seed: dict | None = None, **overrides) -> list[dict]:
     """One cached training run per seed (`per_seed`: {seed: overrides} for what differs between seeds)."""
+    check_named_data_dir(data_dir)
     extra = {k: v for k, v in overrides.items() if v not in ("", None)}
     if model_name:
         extra["model_name"] = model_name

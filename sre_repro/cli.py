@@ -37,8 +37,10 @@ def cmd_eval(args) -> int:
 
     overrides = {"model_name": args.model, "pooler": args.pooler, "tasks": args.tasks,
                  "precision": args.precision, "whiten": args.whiten}
+    from .runs import check_named_data_dir
     from .evaluate.sts import resolve_tasks
     resolve_tasks(args.tasks)
+    check_named_data_dir(args.data_dir)
     result = evaluate_model(data_dir=args.data_dir, force=args.force, **overrides)
     _print_scores(result["metrics"]["sts"], args.format)
     return 0
@@ -46,11 +48,13 @@ def cmd_eval(args) -> int:
 
 def cmd_train(args) -> int:
     from .config import load_yaml, parse_sets
+    from .runs import check_named_data_dir
     from .train import train
 
     overrides = {**load_yaml(args.config), **parse_sets(args.set)}
     if args.method:
         overrides["method"] = args.method
+    check_named_data_dir(args.data_dir)
     result = train(overrides, data_dir=args.data_dir, force=args.force)
     metrics = result["metrics"]
     selected = next(k for k in metrics if k.endswith("_best"))  # stsb_dev_best, or mlm_accuracy_best for mlm
@@ -81,10 +85,12 @@ def _earlier_stages(cfg: dict) -> list[dict]:
 
 def cmd_pretrain(args) -> int:
     from .config import load_yaml, parse_sets
+    from .runs import check_named_data_dir
     from .methods.mlm import write_model_card
     from .train import train
 
     overrides = {**load_yaml(args.config), **parse_sets(args.set), "method": "mlm"}
+    check_named_data_dir(args.data_dir)
     result = train(overrides, data_dir=args.data_dir, force=args.force)
     command = " ".join(["python -m sre_repro pretrain", *(["--config", args.config] if args.config else []),
                         *(f"--set {pair}" for pair in args.set or [])])

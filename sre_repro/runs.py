@@ -138,6 +138,15 @@ def read(kind: str, cfg: dict, root=None) -> dict | None:
     return result
 
 
+def check_named_data_dir(data_dir=None) -> None:
+    """Before serving from the cache: a data dir that was named (an argument or $SRE_REPRO_DATA) must exist,
+    or a typo goes unnoticed until the first run that is not cached. The default ./data may be absent: a
+    reader with the committed results needs no data."""
+    from .data.paths import resolve_data_dir
+
+    if data_dir is not None or os.environ.get("SRE_REPRO_DATA"):
+        resolve_data_dir(data_dir)
+
 def lookup(kind: str, cfg: dict, root=None, force: bool = False, allow_stale: bool = False) -> dict | None:
     """A cached result to serve, or None when the run must be computed."""
     if force:

@@ -72,3 +72,15 @@ def test_sre_repro_progress_0_also_silences_transformers_loading_bars(progress, 
                          timeout=300)
     assert out.returncode == 0, out.stderr
     assert ("Loading weights" in out.stderr) == bars
+
+
+def test_a_nonexistent_data_dir_is_an_error_even_on_a_cache_hit(tmp_path):
+    """The minilm scores are committed, so this would print them and exit 0 if the named dir went unchecked."""
+    out = cli("eval", "--model", "minilm", "--pooler", "avg", "--tasks", "sts", "--data-dir", str(tmp_path / "nonexistent"),
+              env={"SRE_REPRO_RESULTS": str(REPO_ROOT / "results")})
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip().splitlines() == [f"sre-repro: error: data dir {tmp_path / 'nonexistent'} (--data-dir) does not exist: "
+                                               "pass --data-dir, set SRE_REPRO_DATA, or run `make data` to link ../shared/data to ./data"]
+    cached = cli("eval", "--model", "minilm", "--pooler", "avg", "--tasks", "sts", "--format", "json",
+                 env={"SRE_REPRO_RESULTS": str(REPO_ROOT / "results"), "SRE_REPRO_DATA": str(tmp_path / "typo")})
+    assert cached.returncode == 2 and "(" + "$SRE_REPRO_DATA) does not exist" in cached.stderr
