@@ -7,7 +7,7 @@ NOTEBOOKS := 00_baselines 00b_stand_in_plm 01_simcse cpu_recipe sarcse byop 99_p
 export HF_HUB_OFFLINE ?= 1
 export SRE_REPRO_PROGRESS ?= 0
 
-.PHONY: venv data book notebooks html test browser bench clean
+.PHONY: venv data book notebooks html test browser bench clean mathjax
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,20 @@ notebooks: venv data
 	    $$( [ $$nb = 99_performance ] || echo "-p scale $(SCALE)" ) || exit 1; \
 	done
 
-html: venv
+# MathJax from the npm registry into _vendor/ (not committed; the build copies it into the site), so the book's math renders without internet
+MATHJAX_VERSION := 3.2.2
+MATHJAX := _vendor/mathjax/es5/tex-mml-chtml.js
+$(MATHJAX):
+	rm -rf work/mathjax && mkdir -p work/mathjax _vendor/mathjax/es5/output _vendor/mathjax/es5/input/tex
+	cd work/mathjax && npm pack --silent mathjax@$(MATHJAX_VERSION) >/dev/null && tar -xzf mathjax-$(MATHJAX_VERSION).tgz
+	cp work/mathjax/package/LICENSE _vendor/mathjax/
+	cp -r work/mathjax/package/es5/tex-mml-chtml.js work/mathjax/package/es5/ui work/mathjax/package/es5/a11y _vendor/mathjax/es5/
+	cp -r work/mathjax/package/es5/output/chtml _vendor/mathjax/es5/output/
+	cp -r work/mathjax/package/es5/input/tex/extensions _vendor/mathjax/es5/input/tex/
+
+mathjax: $(MATHJAX)
+
+html: venv mathjax
 	$(VENV)/bin/jupyter-book build . --quiet
 
 book: notebooks html
@@ -40,11 +53,11 @@ book: notebooks html
 browser:
 	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
-test: venv data browser
+test: venv data browser mathjax
 	$(PY) -m pytest -q
 
 bench: venv data
 	$(PY) -m sre_repro bench --out results/benchmark.json
 
 clean:
-	rm -rf _build book/executed work
+	rm -rf _build book/executed work _vendor/mathjax

@@ -40,6 +40,9 @@ def built_book(tmp_path_factory):
     for rel in ("_config.yml", "_toc.yml", "book/intro.md"):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO_ROOT / rel, root / rel)
+    if not (REPO_ROOT / "_vendor/mathjax").is_dir():
+        pytest.fail("_vendor/mathjax is missing: `make mathjax` fetches it (make test does)")
+    shutil.copytree(REPO_ROOT / "_vendor", root / "_vendor")
     (root / "book/executed").mkdir()
     bin_dir = Path(sys.executable).parent
     for name in NOTEBOOKS:
@@ -82,6 +85,12 @@ def test_browser_renders_tables_and_figures(built_book, name):
     assert len(re.findall(r"<table", dom)) >= tables, name
     assert len(re.findall(r"<img[^>]+src=\"[^\"]+\.png\"", dom)) >= figures, name
     assert "Traceback" not in dom and "{glue" not in dom
+    # math renders offline (MathJax is bundled, nothing comes from a CDN): every math span holds MathJax's
+    # output, and no raw LaTeX is left in the text a reader sees
+    visible = re.sub(r"<(script|style)[^>]*>.*?</\1>", "", dom, flags=re.S)
+    math = len(re.findall(r'class="math', dom))
+    assert len(re.findall(r"<mjx-container", dom)) >= math, (name, math)
+    assert not re.search(r"\\(frac|mathrm|tau|cos)\b", visible), name
 
 
 def test_browser_screenshot_of_the_front_page(built_book, tmp_path):
