@@ -22,13 +22,22 @@ def sts_table(rows: dict[str, list[float]]) -> pd.DataFrame:
 
 
 def beside_paper(ours: dict[str, list[float]], paper: dict[str, list[float]], pairs: dict[str, str]) -> pd.DataFrame:
-    """Ours, the paper's row it corresponds to, and ours - paper, for each (our name -> paper name)."""
+    """Ours and the paper's row it corresponds to, for each (our name -> paper name). No "ours - paper" row: the
+    PLMs differ, so absolute numbers do not compare; effects do (`paper_effect`)."""
     rows = {}
     for our_name, paper_name in pairs.items():
         rows[f"{our_name} (ours)"] = ours[our_name]
         rows[f"{paper_name} (paper)"] = paper[paper_name]
-        rows[f"difference ({our_name} - paper)"] = list(np.subtract(ours[our_name], paper[paper_name]))
     return sts_table(rows)
+
+
+def paper_effect(result: dict, paper_gain: float | None, seeds) -> dict:
+    """A verdict row (`verdict` and its kin) with the paper's own effect for the same claim beside ours: the
+    paper's method minus its baseline from the paper's table (None: the paper reports none), and the seeds
+    our mean difference and interval rest on. Effects compare across PLMs where absolute numbers do not."""
+    head = {"claim": result["claim"], "paper effect": None if paper_gain is None else round(float(paper_gain), 2)}
+    rest = {k: v for k, v in result.items() if k != "claim"}
+    return {**head, **rest, "seeds": ", ".join(map(str, seeds))}
 
 
 def transfer_table(results: dict[str, dict]) -> pd.DataFrame:

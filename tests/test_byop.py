@@ -156,3 +156,14 @@ def test_a_margin_that_barely_acted_gets_no_verdict():
     assert perturbation_verdict(claim, close, simcse)["verdict"].startswith("not tested at this budget")
     far = [close[0], {"seed": 42, "dev_curve": [{"step": 20, "stsb_dev": 102.0 + 2 * ACTED_DEV_GAP}]}]
     assert perturbation_verdict(claim, far, simcse)["verdict"] == "holds at this scale"
+
+
+def test_paper_gains_are_differences_of_the_papers_averages():
+    from sre_repro.chapters.byop import paper_gains
+    from sre_repro.chapters.sarcse import paper_gains as sarcse_gains
+    gains = paper_gains("BERT-base")
+    assert gains["SimCSE +BYOPD"] == pytest.approx(77.45 - 76.95) and gains["SimCSE +IFM"] == pytest.approx(77.39 - 76.95)
+    sarcse = sarcse_gains(512, 64)
+    assert sarcse["sarcse"] == pytest.approx(78.09 - 76.57) and sarcse["sal"] == pytest.approx(78.09 - 77.15)
+    assert sarcse["batch"] == pytest.approx((76.57 - 75.80) - (76.72 - 78.09))  # SimCSE gains from 512, SARCSE loses
+    assert sarcse_gains(8, 4)["batch"] is None  # batches the paper did not run

@@ -61,3 +61,12 @@ def test_banner_names_each_methods_poolers_and_collapse_is_flagged_in_verdicts()
     claim = {"claim": "x", "verdict": "holds at this scale"}
     assert flag_collapsed(claim, runs)["verdict"] == "holds at this scale; rests on 1 COLLAPSED run(s) (seed 42)"
     assert flag_collapsed(claim, runs[1:]) == claim
+
+
+def test_paper_effect_puts_the_papers_gain_beside_ours():
+    from sre_repro.report import paper_effect, verdict
+    ours = [1.0, 2.0, 3.0]  # mean 2, t(2) = 4.303 half-width 4.303 * 1 / sqrt(3) = 2.484
+    row = paper_effect(verdict(ours, "A beats B"), 78.09 - 76.57, [42, 43, 44])
+    assert list(row)[:2] == ["claim", "paper effect"] and row["paper effect"] == 1.52
+    assert row["mean difference"] == 2.0 and row["95% interval"] == "[-0.48, 4.48]" and row["seeds"] == "42, 43, 44"
+    assert paper_effect(verdict(ours, "x"), None, [42])["paper effect"] is None

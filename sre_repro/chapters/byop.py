@@ -247,3 +247,16 @@ def transfer(source: dict, scale: str, data_dir=None, force: bool = False, tasks
     metrics = evaluate_transfer(encode, chosen, data_dir, cfg["kfold"], cfg["mrpc_features"], solver,
                                 cfg["sst2_train"])
     return runs.save("transfer", cfg, {"metrics": metrics, "wall_seconds": time.time() - started})
+
+
+def paper_gains(plm: str) -> dict[str, float]:
+    """The paper's own effect for each verdict of the chapter (average STS, Tables 1 and 7, the PLM this one
+    stands in for): each SimCSE variant and IFM over SimCSE, each RankCSE variant over RankCSE-ListMLE."""
+    from ..papers.byop import TABLE1_IFM, TABLE7
+
+    avg = {name: row[-1] for name, row in TABLE7[plm].items()}
+    gains = {name: value - avg["SimCSE"] for name, value in avg.items() if name.startswith("SimCSE +")}
+    gains["SimCSE +IFM"] = TABLE1_IFM[plm] - avg["SimCSE"]
+    if "RankCSE-ListMLE" in avg:
+        gains.update({name: value - avg["RankCSE-ListMLE"] for name, value in avg.items() if name.startswith("RankCSE-ListMLE +")})
+    return gains

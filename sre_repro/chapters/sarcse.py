@@ -78,3 +78,22 @@ def batch_gain(larger: list[dict], preset: list[dict]):
     if missing:
         raise SreError(f"no preset-batch run for seed(s) {missing}: train both batch sizes with the same seeds")
     return np.array([r["metrics"]["sts"]["avg"] - by_seed[r["seed"]] for r in larger])
+
+
+def paper_gains(largest_batch: int, preset_batch: int) -> dict[str, float | None]:
+    """The paper's own effect for each verdict of the chapter, from its Tables 1 and 2 (average STS,
+    RoBERTa-base): SARCSE over SimCSE, SAL over plain MSE, the decoder, SimCSE over the TextCNN head alone, and
+    how much more SimCSE gains than SARCSE from `largest_batch` over `preset_batch` (None: a batch the paper
+    did not run)."""
+    from ..papers.sarcse import TABLE1_BASE, TABLE2_BATCH
+
+    avg = {name: row[-1] for name, row in TABLE1_BASE.items()}
+    batch = None
+    if largest_batch in TABLE2_BATCH and preset_batch in TABLE2_BATCH:
+        gain = {m: TABLE2_BATCH[largest_batch][m][-1] - TABLE2_BATCH[preset_batch][m][-1] for m in ("SimCSE", "SARCSE")}
+        batch = gain["SimCSE"] - gain["SARCSE"]
+    return {"sarcse": avg["SARCSE-RoBERTa-base"] - avg["SimCSE-RoBERTa-base"],
+            "sal": avg["SARCSE-RoBERTa-base"] - avg["SARCSE w/o SAL"],
+            "decoder": avg["SARCSE w/o SAL"] - avg["SARCSE w/o SAL & decoder"],
+            "head": avg["SimCSE-RoBERTa-base"] - avg["SARCSE w/o SAL & decoder"],
+            "batch": batch}
