@@ -15,15 +15,17 @@ from sre_repro import runs
 if len(sys.argv) < 2:
     sys.exit("usage: python scripts/unread_results.py READ_LOG [--delete]  (make the log with SRE_REPRO_READ_LOG=READ_LOG make book)")
 read = {Path(line.strip()) for line in Path(sys.argv[1]).read_text().splitlines() if line.strip()}
+root = runs.results_dir().resolve()
+records = sorted(root.glob("*/*.json"))
 
 
 def kept_anyway(path: Path) -> bool:
     return path.parent.name == "mlm" or '"scale": "smoke"' in path.read_text()
 
 
-unread = [p for p in sorted(runs.results_dir().resolve().glob("*/*.json")) if p not in read and not kept_anyway(p)]
+unread = [p for p in records if p not in read and not kept_anyway(p)]
 for path in unread:
-    print(path.relative_to(runs.results_dir().resolve()))
+    print(path.relative_to(root))
     if "--delete" in sys.argv:
         path.unlink()
-print(f"{len(unread)} of {len(list(runs.results_dir().glob('*/*.json')))} records unread", file=sys.stderr)
+print(f"{len(unread)} of {len(records)} records unread", file=sys.stderr)

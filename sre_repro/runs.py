@@ -147,6 +147,7 @@ def check_named_data_dir(data_dir=None) -> None:
     if data_dir is not None or os.environ.get("SRE_REPRO_DATA"):
         resolve_data_dir(data_dir)
 
+
 def lookup(kind: str, cfg: dict, root=None, force: bool = False, allow_stale: bool = False) -> dict | None:
     """A cached result to serve, or None when the run must be computed."""
     if force:

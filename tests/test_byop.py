@@ -167,3 +167,15 @@ def test_paper_gains_are_differences_of_the_papers_averages():
     assert sarcse["sarcse"] == pytest.approx(78.09 - 76.57) and sarcse["sal"] == pytest.approx(78.09 - 77.15)
     assert sarcse["batch"] == pytest.approx((76.57 - 75.80) - (76.72 - 78.09))  # SimCSE gains from 512, SARCSE loses
     assert sarcse_gains(8, 4)["batch"] is None  # batches the paper did not run
+
+
+def test_margin_claim_matches_seeds_and_puts_the_papers_effect_beside():
+    from sre_repro.chapters.byop import ACTED_DEV_GAP, margin_claim
+
+    def run(seed, avg, dev):
+        return {"seed": seed, "metrics": {"sts": {"avg": avg}}, "dev_curve": [{"step": 20, "stsb_dev": dev}]}
+    without = [run(42, 50.0, 60.0), run(43, 52.0, 60.0)]
+    with_margin = [run(43, 53.0, 60.0 + 2 * ACTED_DEV_GAP), run(42, 50.5, 60.0)]  # out of order: matched by seed
+    row = margin_claim("BYOP helps", with_margin, without, 0.4)
+    assert row["mean difference"] == 0.75 and row["paper effect"] == 0.4 and row["seeds"] == "43, 42"
+    assert not row["verdict"].startswith("not tested")  # seed 43's curve moved by 2 gaps: the margin acted

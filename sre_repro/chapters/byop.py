@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import book
+from .. import book, report
 from ..errors import SreError
 
 # The cpu edition runs a subset of Appendix B's margin grid and of Tables 8-9's perturbations so that the
@@ -128,7 +128,6 @@ def curve_gap(run: dict, reference: dict) -> float:
     return max(gaps)
 
 
-
 def perturbation_verdict(result: dict, runs: list[dict], reference: list[dict]) -> dict:
     """`report.verdict`'s result for a margin (IFM's or BYOP's) against the same method without it, issued only
     when the margin acted: when every run's dev curve stays within ACTED_DEV_GAP of its seed's reference run,
@@ -139,6 +138,16 @@ def perturbation_verdict(result: dict, runs: list[dict], reference: list[dict]) 
         result = {**result, "verdict": f"not tested at this budget (the margin barely acted: every STS-B dev curve within "
                                        f"{gap:.2f} points of its seed's run without it)"}
     return result
+
+
+def margin_claim(claim: str, with_margin: list[dict], without: list[dict], paper_gain: float | None) -> dict:
+    """One row of the verdict table for a margin's claim: the seed-matched differences in average STS
+    (`report.verdict`), judged only where the margin acted (`perturbation_verdict`), the paper's effect beside."""
+    base = {r["seed"]: r["metrics"]["sts"]["avg"] for r in without}
+    differences = [r["metrics"]["sts"]["avg"] - base[r["seed"]] for r in with_margin]
+    result = perturbation_verdict(report.verdict(differences, claim), with_margin, without)
+    return report.paper_effect(result, paper_gain, [r["seed"] for r in with_margin])
+
 
 def geometry_points(runs: dict[str, dict], prefix: str = "") -> pd.DataFrame:
     """Figures 2-4 in numbers: per run, alignment and uniformity (dev-curve keys `prefix` + name; "" = STS-B
