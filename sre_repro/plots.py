@@ -175,3 +175,25 @@ def perturbation_picture(points):
     sns.despine(fig)
     fig.tight_layout()
     return fig
+
+
+def forest(effects):
+    """The verdict board's forest plot: per claim, our mean difference with its 95% interval (dots and bars)
+    and the paper's own effect (open diamonds), in STS points; claims not yet run show the diamond alone."""
+    fig, ax = plt.subplots(figsize=(8, 0.32 * len(effects) + 1.2))
+    ys = list(range(len(effects)))[::-1]
+    ours, paper = sns.color_palette("colorblind")[0], sns.color_palette("colorblind")[3]
+    ax.errorbar(effects["ours"], ys, xerr=[effects["ours"] - effects["low"], effects["high"] - effects["ours"]],
+                fmt="o", color=ours, markersize=4, capsize=2, label="ours: mean, 95% interval")
+    ax.scatter(effects["paper"], ys, marker="D", facecolors="none", edgecolors=paper, s=30, label="the paper", zorder=3)
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_xscale("symlog", linthresh=1)  # effects of 0.1 and of 40 points on one axis: linear within +-1
+    ax.set_yticks(ys, [label if len(label) <= 70 else label[:67] + "..." for label in effects["label"]], fontsize=7)
+    reach = max(effects[["low", "high", "paper", "ours"]].abs().max().max(), 1)
+    ax.set_xlim(-1.6 * reach, 1.6 * reach)  # the largest effect, diamond included, inside the frame
+    ax.set_xlabel("effect: the claim's difference (average STS points unless it says otherwise)\n"
+                  "symmetric log scale: linear within ±1")
+    ax.legend(frameon=False, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2)
+    sns.despine(fig)
+    fig.tight_layout()
+    return fig

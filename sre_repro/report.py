@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from . import runs
 from .data.sts import STS_TASKS
 
 COLUMNS = [*STS_TASKS, "avg"]
@@ -38,6 +39,13 @@ def paper_effect(result: dict, paper_gain: float | None, seeds) -> dict:
     head = {"claim": result["claim"], "paper effect": None if paper_gain is None else round(float(paper_gain), 2)}
     rest = {k: v for k, v in result.items() if k != "claim"}
     return {**head, **rest, "seeds": ", ".join(map(str, seeds))}
+
+
+def save_verdicts(chapter: str, scale: str, *tables: list[dict], root=None) -> None:
+    """A chapter's verdict rows (each table as its notebook displays it) where the verdict board reads them:
+    results/verdicts/<chapter>.<scale>.json, written atomically on every run of the chapter."""
+    rows = [{k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()} for table in tables for row in table]
+    runs.write_json_atomic(runs.results_dir(root) / "verdicts" / f"{chapter}.{scale}.json", rows)
 
 
 def transfer_table(results: dict[str, dict]) -> pd.DataFrame:

@@ -1,5 +1,6 @@
 """Every notebook runs at smoke scale, the book builds from the executed copies, and headless Chromium
 renders each chapter's tables and figures."""
+import html
 import json
 import os
 import re
@@ -12,12 +13,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from sre_repro.chapters import board
 from sre_repro.encoder import REPO_ROOT
 
-NOTEBOOKS = sorted(p.stem for p in (REPO_ROOT / "notebooks").glob("*.ipynb"))
+# the verdict board last: it reads the verdicts the chapters write as they run
+NOTEBOOKS = sorted((p.stem for p in (REPO_ROOT / "notebooks").glob("*.ipynb")), key=lambda n: (n == "verdict_board", n))
 # chapter -> (tables, figures) it must render at least
 EXPECTED = {"00_baselines": (4, 1), "00b_stand_in_plm": (7, 2), "01_simcse": (3, 2), "sarcse": (12, 2), "byop": (14, 4), "cpu_recipe": (4, 2),
-            "99_performance": (4, 0)}
+            "99_performance": (4, 0), "verdict_board": (1, 1)}
 
 
 def test_notebooks_are_thin_sources():
@@ -67,6 +70,36 @@ def test_executed_notebooks_have_results_and_no_errors(built_book):
             assert any("Scale: smoke" in o.get("text", "") for o in outputs), f"{name} prints no scale line"
 
 
+def _claims_in_verdict_tables(notebook: Path) -> list[tuple[str, str]]:
+    """(claim, the row's HTML) of every row of every HTML table with a "claim" and a "verdict" column."""
+    nb = nbformat.read(notebook, as_version=4)
+    found = []
+    for output in (o for c in nb.cells if c.cell_type == "code" for o in c.outputs):
+        for table in re.findall(r"<table.*?</table>", output.get("data", {}).get("text/html", ""), re.S):
+            head = [html.unescape(re.sub(r"<[^>]+>", "", h)).strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", table.split("</thead>")[0], re.S)]
+            if "claim" not in head or "verdict" not in head:
+                continue
+            for row in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S):
+                index_cells = len(re.findall(r"<th", row))  # a DataFrame's index comes first, as <th>
+                cells = [html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+                found.append((cells[head.index("claim") - index_cells], row))
+    return found
+
+
+def test_verdict_board_lists_every_claim_the_chapters_judge(built_book):
+    executed = built_book / "book/executed"
+    on_board = [(claim, re.search(r'href="(\w+)\.html#', row)[1] if "href" in row else "pending")
+                for claim, row in _claims_in_verdict_tables(executed / "verdict_board.ipynb")]
+    judging = {name for name in NOTEBOOKS if name != "verdict_board" and _claims_in_verdict_tables(executed / f"{name}.ipynb")}
+    assert judging == set(board.CHAPTERS), "a chapter with a verdict table is missing from chapters/board.py"
+    for name in judging:
+        claims = {claim for claim, _ in _claims_in_verdict_tables(executed / f"{name}.ipynb")}
+        listed = [claim for claim, chapter in on_board if chapter == name]
+        assert sorted(listed) == sorted(claims), name
+    pending = [claim for claim, chapter in on_board if chapter == "pending"]
+    assert len(pending) == sum(len(claims) for _, claims in board.PENDING.values())
+
+
 def _chromium(*args):
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:
@@ -98,5 +131,5 @@ def test_browser_screenshot_of_the_front_page(built_book, tmp_path):
     _chromium(f"--screenshot={shot}", "--window-size=1280,1400", (built_book / "_build/html/book/intro.html").as_uri())
     assert shot.stat().st_size > 20_000
     dom = _chromium("--dump-dom", (built_book / "_build/html/book/intro.html").as_uri()).stdout
-    for chapter in ("Baselines", "SimCSE", "Appendix: performance"):
+    for chapter in ("Verdicts: which claims hold?", "Baselines", "SimCSE", "Appendix: performance"):
         assert chapter in dom
