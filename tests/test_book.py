@@ -68,6 +68,10 @@ def test_executed_notebooks_have_results_and_no_errors(built_book):
         assert html_tables >= tables and images >= figures, (name, html_tables, images)
         if name != "99_performance":
             assert any("Scale: smoke" in o.get("text", "") for o in outputs), f"{name} prints no scale line"
+        # absolute scores of different PLMs are never subtracted: effects are compared instead (report.paper_effect)
+        shown = " ".join(o.get("text", "") + o.get("data", {}).get("text/html", "") + o.get("data", {}).get("text/plain", "")
+                         for o in outputs)
+        assert not re.search(r"\s[−-]\s+paper\b", shown), f"{name} prints an 'ours - paper' difference"
 
 
 def _claims_in_verdict_tables(notebook: Path) -> list[tuple[str, str]]:
