@@ -1,0 +1,149 @@
+"""PT-BERT: the two-step attention against a direct computation, the code reading's degenerate pseudo
+tokens, the momentum update, the queue, the augmentations and the bad inputs."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from sre_repro.config import resolve
+from sre_repro.errors import SreError
+from sre_repro.methods.common import cosine_matrix
+from sre_repro.methods.pt_bert import PTBERT, PseudoAttention, augment, augment_one
+from sre_repro.train import Interrupted, train
+
+SENTENCES = ["a man is playing a guitar.", "the cat sat on the mat.", "hello.", "two dogs run in the snow today."]
+
+
+def build(**overrides):
+    torch.manual_seed(0)
+    return PTBERT.build(resolve(overrides={"method": "pt_bert", "scale": "smoke", **overrides}), "cpu")
+
+
+def without_dropout(method):
+    for module in method.modules():
+        if isinstance(module, nn.Dropout):
+            module.p = 0.0
+    for model in (method.encoder.model, method.key_model):
+        model.config.attention_probs_dropout_prob = model.config.hidden_dropout_prob = 0.0
+    return method
+
+
+def test_attention_against_a_direct_computation_with_padding_masked():
+    torch.manual_seed(0)
+    attention = PseudoAttention(d=4, heads=2, dropout=0.0)
+    queries, memory = torch.randn(2, 3, 4), torch.randn(2, 5, 4)
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    out = attention(queries, memory, mask)
+    for b in range(2):
+        n = int(mask[b].sum())
+        q, k, v = attention.query(queries[b]), attention.key(memory[b, :n]), attention.value(memory[b, :n])
+        heads = [torch.softmax(q[:, h * 2:(h + 1) * 2] @ k[:, h * 2:(h + 1) * 2].T / math.sqrt(2), -1) @ v[:, h * 2:(h + 1) * 2]
+                 for h in range(2)]
+        assert torch.allclose(out[b], torch.cat(heads, -1), atol=1e-6)
+    changed = memory.clone()
+    changed[0, 3:] = 100.0  # what padding holds never matters
+    assert torch.allclose(attention(queries, changed, mask)[0], out[0], atol=1e-6)
+
+
+def test_code_reading_makes_the_pseudo_tokens_degenerate_and_the_paper_reading_does_not():
+    batch = None
+    for y_source, depends in (("pooled", False), ("tokens", True)):
+        method = build(y_source=y_source).eval()
+        batch = method.encoder.tokenize(SENTENCES)
+        y, mask = method.states(method.encoder.model, batch)
+        with torch.no_grad():
+            before = method.head(y, mask)
+            method.head.pseudo.weight.normal_()  # other pseudo tokens
+            after = method.head(y, mask)
+        assert torch.allclose(before, after, atol=1e-5) is not depends, y_source
+    assert batch is not None
+
+
+def test_momentum_update_against_a_hand_computation():
+    method = build()
+    online, key = method.head.attention.query.weight, method.key_head.attention.query.weight
+    with torch.no_grad():
+        online.fill_(1.0)
+        key.fill_(3.0)
+    method.momentum_update()
+    assert torch.allclose(key, torch.full_like(key, 0.885 * 3.0 + 0.115 * 1.0))
+    assert torch.equal(online, torch.ones_like(online))
+    # a copy-initialised key encoder starts equal to the online one; the code's random one does not
+    first = lambda m: next(iter(m.parameters()))  # noqa: E731
+    assert torch.equal(first(build().key_model), first(build().encoder.model))
+    assert not torch.equal(first(build(key_init="random").key_model), first(build().encoder.model))
+
+
+def test_queue_is_first_in_first_out_and_bounded():
+    method = build(queue_keys=8, batch_size=4)
+    a, b, c = torch.full((4, 128), 1.0), torch.full((4, 128), 2.0), torch.full((4, 128), 3.0)
+    method.enqueue(a)
+    assert int(method.queue_filled) == 4 and torch.equal(method.queue[:4], a)
+    method.enqueue(b)
+    method.enqueue(c)  # a falls out
+    assert int(method.queue_filled) == 8 and torch.equal(method.queue, torch.cat([c, b]))
+
+
+def test_loss_against_a_direct_computation_and_the_positive_never_in_the_queue():
+    method = without_dropout(build(queue_keys=8, batch_size=4)).train()
+    batch = method.collate(SENTENCES)
+    first = method.loss(batch)["loss"]
+    with torch.no_grad():
+        h = method.head(*method.states(method.encoder.model, batch["online"]))
+        k = method.keys(batch["key"])
+    labels = torch.arange(4)
+    assert first.item() == pytest.approx(F.cross_entropy(cosine_matrix(h, k) / 0.05, labels).item(), abs=1e-5)
+    # the second step sees the first batch's keys only in the queue; its positives are this batch's keys
+    assert torch.allclose(method.queue[:4], k, atol=1e-6)
+    second = method.loss(batch)["loss"]
+    logits = torch.cat([cosine_matrix(h, k), cosine_matrix(h, k)], 1) / 0.05
+    assert second.item() == pytest.approx(F.cross_entropy(logits, labels).item(), abs=1e-4)
+    assert int(method.queue_filled) == 8
+
+
+def test_interrupted_run_resumes_to_identical_numbers_queue_included(tmp_path):
+    settings = {"method": "pt_bert", "scale": "smoke", "queue_keys": 16, "augmentation": "deletion", "augment_rate": 0.3}
+    whole = train(settings, results_root=tmp_path / "a", work_root=tmp_path / "wa")
+    kwargs = dict(results_root=tmp_path / "b", work_root=tmp_path / "wb")
+    with pytest.raises(Interrupted):
+        train({**settings, "checkpoint_steps": 2}, interrupt_at_step=4, **kwargs)
+    resumed = train({**settings, "checkpoint_steps": 2}, **kwargs)
+    assert [p["loss"] for p in resumed["dev_curve"]] == [p["loss"] for p in whole["dev_curve"]]
+    assert resumed["metrics"]["sts"] == whole["metrics"]["sts"]
+    attention = whole["metrics"]["pseudo_attention"][0]
+    assert len(attention["weights"]) == 128 and all(sum(row) == pytest.approx(1, abs=1e-3) for row in attention["weights"])
+
+
+def test_augmentations_on_a_hand_example():
+    ids, mask = torch.tensor([101, 11, 12, 13, 14, 15, 16, 102]), torch.ones(8, dtype=torch.long)
+    torch.manual_seed(0)
+    shuffled, same_mask = augment_one(ids, mask, "reorder", 0.1)
+    assert shuffled[0] == 101 and sorted(shuffled[1:].tolist()) == sorted(ids[1:].tolist()) and torch.equal(same_mask, mask)
+    longer, longer_mask = augment_one(ids, mask, "duplication", 0.25)  # int(0.25 * 8) = 2 copies
+    assert len(longer) == 10 and longer[0] == 101 and longer_mask.sum() == 10
+    assert set(longer.tolist()) == set(ids.tolist())
+    assert len(longer) - len(set(longer.tolist())) == 2  # each copy repeats a token that was there
+    kept, holes = augment_one(ids, mask, "deletion", 0.25)  # 2 positions drawn in [1, 7]
+    assert torch.equal(kept, ids) and holes[0] == 1 and 1 <= int((holes == 0).sum()) <= 2
+    with pytest.raises(SreError, match="unknown augmentation"):
+        augment_one(ids, mask, "swap", 0.1)
+    # in a batch each sentence is augmented with probability 1/3, and padding is restored
+    torch.manual_seed(0)
+    batch_ids, batch_mask = ids.repeat(600, 1), mask.repeat(600, 1)
+    _, out_mask = augment(batch_ids, batch_mask, "deletion", 0.25)
+    share = (out_mask.sum(1) < 8).float().mean().item()
+    assert 0.28 < share < 0.39
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"pseudo_length": 0}, "pseudo_length must be positive"),
+    ({"queue_keys": 4}, "queue_keys 4 is smaller than a batch"),
+    ({"momentum": 1.0}, "momentum must lie in"),
+    ({"augmentation": "swap"}, "unknown augmentation"),
+    ({"y_source": "cls"}, "unknown y_source"),
+])
+def test_bad_input_names_the_fix(overrides, message):
+    with pytest.raises(SreError, match=message):
+        resolve(overrides={"method": "pt_bert", "scale": "smoke", **overrides})
