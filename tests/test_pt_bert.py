@@ -147,3 +147,45 @@ def test_augmentations_on_a_hand_example():
 def test_bad_input_names_the_fix(overrides, message):
     with pytest.raises(SreError, match=message):
         resolve(overrides={"method": "pt_bert", "scale": "smoke", **overrides})
+
+
+def test_hard_subset_counts_against_a_direct_filter():
+    import numpy as np
+
+    from sre_repro.data.sts import StsPairs, load_task
+    from sre_repro.evaluate.hard_subset import evaluate_hard_subset, hard_pairs, hard_subsets
+
+    # the spec's counts (positives + negatives per year), default and strict thresholds
+    assert [(p, n) for _, p, n in hard_subsets().values()] == [(341, 321), (68, 403), (468, 651), (169, 603), (42, 292)]
+    strict = hard_subsets(positive_min=4.0, negative_max=1.0, negative_inclusive=True)
+    assert [(p, n) for _, p, n in strict.values()] == [(99, 184), (18, 248), (176, 322), (31, 296), (20, 200)]
+    year = StsPairs.concat(list(load_task("STS16").values()))
+    direct = [i for i, (a, b, g) in enumerate(zip(year.sent1, year.sent2, year.gold))
+              if (g >= 2.5 and abs(len(a.split()) - len(b.split())) > 5) or (g < 2.5 and abs(len(a.split()) - len(b.split())) < 2)]
+    kept, _, _ = hard_pairs(year)
+    assert kept.sent1 == [year.sent1[i] for i in direct] and np.array_equal(kept.gold, year.gold[direct])
+    with pytest.raises(SreError, match="negative_max 3.0 is above positive_min"):
+        hard_pairs(year, negative_max=3.0)
+    # scored like the STS tasks: Spearman of the cosines over each year's kept pairs, x 100
+    import zlib
+    random_vectors = lambda sentences: np.array([np.random.default_rng(zlib.crc32(s.encode())).normal(size=8)  # noqa: E731
+                                          for s in sentences])  # a fixed random vector per sentence
+    result = evaluate_hard_subset(random_vectors)
+    assert result["n_positive"]["STS16"] == 42 and set(result["scores"]) == {"STS12", "STS13", "STS14", "STS15", "STS16", "avg"}
+    assert result["scores"]["avg"] == pytest.approx(np.mean([result["scores"][y] for y in ("STS12", "STS13", "STS14", "STS15", "STS16")]))
+    from scipy import stats
+    pairs = hard_subsets()["STS16"][0]
+    a, b = random_vectors(pairs.sent1), random_vectors(pairs.sent2)
+    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    assert result["scores"]["STS16"] == pytest.approx(100 * stats.spearmanr(cos, pairs.gold).statistic, abs=1e-6)
+
+
+def test_h_embedding_keeps_the_sentence_order_and_feeds_figure_3():
+    method = build()
+    sentences = ["a much longer sentence than the others here.", "short.", "a middle one."]
+    together = method.encode_h(sentences)
+    one_by_one = [method.encode_h([s])[0] for s in sentences]
+    assert all(torch.allclose(torch.tensor(a), torch.tensor(b), atol=1e-5) for a, b in zip(together, one_by_one))
+    method.data_dir = None
+    dev = method.dev_metrics()
+    assert {"stsb_dev", "alignment", "uniformity", "h_alignment", "h_uniformity"} <= set(dev)

@@ -244,9 +244,44 @@ class PTBERT(Method):
             self.enqueue(k)
         return {"loss": loss}
 
+    @torch.no_grad()
+    def encode_h(self, sentences, batch_size: int = 128):
+        """The final embedding h (P, A and the MLP on the online encoder), as the paper's Figure 3 measures it."""
+        import numpy as np
+
+        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))  # length-sorted: less padding
+        ordered = [sentences[i] for i in order]
+        was_training = self.training
+        self.eval()
+        try:
+            out = [self.head(*self.states(self.encoder.model, self.encoder.tokenize(ordered[i:i + batch_size]))).float().cpu()
+                   for i in range(0, len(ordered), batch_size)]
+        finally:
+            self.train(was_training)
+        embedded = np.concatenate([o.numpy() for o in out]) if out else np.zeros((0, self.encoder.hidden_size))
+        result = np.empty_like(embedded)
+        result[order] = embedded
+        return result
+
+    def dev_metrics(self):
+        """STS-B dev of the encoder (what selects the checkpoint and is tested), plus the alignment and
+        uniformity of h on the same pairs (`h_alignment`, `h_uniformity`: Figure 3 measures h)."""
+        from ..evaluate.geometry import geometry
+        from ..evaluate.sts import encode_pairs
+
+        metrics = super().dev_metrics()
+        (e1, e2), = encode_pairs(self.encode_h, [self._dev_pairs])
+        h = geometry(e1, e2, self._dev_pairs)
+        return {**metrics, "h_alignment": h["alignment"], "h_uniformity": h["uniformity"]}
+
     def finish(self):
-        """The test metrics, plus which token states the pseudo tokens read in the probe sentences."""
+        """The test metrics, the hard-length subset of STS12-16, and which token states the pseudo tokens read
+        in the probe sentences."""
+        from ..evaluate.hard_subset import evaluate_hard_subset
+
         final = super().finish()
+        # Table 5c at the paper's thresholds, as many pairs per year as the scale scores per STS subset
+        final["hard_subset"] = evaluate_hard_subset(self.encode, self.data_dir, self.cfg["eval_max_pairs"])
         if self.cfg["pseudo"]:
             final["pseudo_attention"] = self.pseudo_attention([s for pair in PROBE_PAIRS for s in pair])
         return final
