@@ -1,12 +1,16 @@
 """Compute every run the cpu edition of the book reads (cached: reruns are free). Used by the developers to
 fill results/; `make book` gets the same runs from the cache through the notebooks, which call the same
 `sre_repro.book` and `sre_repro.chapters` functions with the same arguments. Groups: recipe baselines simcse
-simcse_sup sarcse byop (default: recipe, baselines, simcse, simcse_sup); recipe executes the appendix "The cpu
+simcse_sup sarcse byop pt_bert_recipe pt_bert (default: recipe, baselines, simcse, simcse_sup); recipe executes the appendix "The cpu
 recipe" (its study decides the cpu presets, so it comes first); sarcse runs in the order of its chapter's tables (Table 1, Table 3, Table 2, then batch 512 with
-every seed); byop executes its chapter at cpu scale (papermill, into work/executed/), which runs what it shows."""
+every seed); byop executes its chapter at cpu scale (papermill, into work/executed/), which runs what it shows;
+pt_bert_recipe runs PT-BERT's head_lr study of the recipe appendix alone, pt_bert its chapter's runs in the
+order of its tables (Table 3's three-seed rows first)."""
 import sys
 
 from sre_repro import book
+from sre_repro.chapters import pt_bert as pt_bert_chapter
+from sre_repro.chapters import recipe as recipe_chapter
 from sre_repro.chapters import sarcse as sarcse_chapter
 
 which = sys.argv[1:] or ["recipe", "baselines", "simcse", "simcse_sup"]
@@ -39,3 +43,19 @@ if "byop" in which:
 
     papermill.execute_notebook("notebooks/byop.ipynb", "work/executed/byop.ipynb", parameters={"scale": "cpu"},
                                kernel_name="python3", progress_bar=False, cwd=".")
+if "pt_bert_recipe" in which:
+    lr, steps = recipe_chapter.chosen_plm(recipe_chapter.plm_runs("cpu"), recipe_chapter.STEP_BUDGET["cpu"])
+    for head_lr, r in recipe_chapter.head_runs("pt_bert", "cpu", lr, steps, allow_stale=False).items():
+        print("pt_bert head_lr", head_lr, r["metrics"]["stsb_dev_best"], r["training"]["moved"], r["wall_seconds"], flush=True)
+if "pt_bert" in which:
+    seeds = book.seeds("cpu")
+    rows = pt_bert_chapter.variants(pt_bert_chapter.grid("augmentations", "cpu"))
+    groups = [("pt_bert", seeds if not name.startswith("MoCo-BERT +") else seeds[:1], overrides) for name, overrides in rows.items()]
+    groups += [("simcse", seeds[:1], {"max_len": n}) for n in pt_bert_chapter.grid("simcse_max_lens", "cpu") if n != 32]
+    groups += [("pt_bert", seeds[:1], {"pseudo_length": n}) for n in pt_bert_chapter.grid("pseudo_lengths", "cpu") if n != 128]
+    groups += [("pt_bert", seeds[:1], {"queue_keys": n}) for n in pt_bert_chapter.grid("queue_sizes", "cpu") if n != 256]
+    for method, seed_list, overrides in groups:
+        for r in book.train_seeds(method, "cpu", seed_list, allow_stale=False, **overrides):
+            print(method, overrides, r["seed"], r["metrics"]["sts"]["avg"], r["wall_seconds"], flush=True)
+    for r in book.train_seeds("simcse", "cpu", seeds, allow_stale=False):
+        print("simcse hard subset", r["seed"], pt_bert_chapter.hard_subset(r)["metrics"]["scores"]["avg"], flush=True)

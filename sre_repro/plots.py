@@ -197,3 +197,15 @@ def forest(effects):
     sns.despine(fig)
     fig.tight_layout()
     return fig
+
+
+def attention_map(frames: dict):
+    """PT-BERT's pseudo-token attention: per panel (name -> chapters.pt_bert.attention_rows), which token states
+    (columns) each pseudo token (rows) reads, step 1's weights averaged over heads."""
+    fig, axes = plt.subplots(1, len(frames), figsize=(5.2 * len(frames), 4.2), squeeze=False)
+    for ax, (name, frame) in zip(axes[0], frames.items()):
+        sns.heatmap(frame, ax=ax, cmap="Blues", vmin=0, cbar=ax is axes[0][-1], xticklabels=True, yticklabels=True)
+        ax.set_title(name, fontsize=9)
+        ax.tick_params(labelsize=7)
+    fig.tight_layout()
+    return fig

@@ -30,6 +30,8 @@ TRAIN_CODE = EVAL_CODE + ["train.py", "methods/__init__.py", "methods/common.py"
 # Transfer-task evaluations ("transfer"): of a model as it is, or of a run's kept weights (whose method code
 # is part of their config, so a changed method is a new evaluation).
 TRANSFER_CODE = EVAL_CODE + ["evaluate/transfer.py", "trained.py"]
+# PT-BERT's hard-length subset of a run's kept weights ("hard_subset"; the run's own code is in its config)
+HARD_SUBSET_CODE = EVAL_CODE + ["evaluate/hard_subset.py", "trained.py"]
 
 
 def results_dir(path=None) -> Path:
@@ -60,7 +62,7 @@ def config_hash(cfg: dict) -> str:
 
 def code_hash(kind: str) -> str:
     """Hash of the files that can change the numbers of runs of `kind` (a method name or 'eval')."""
-    files = {"eval": EVAL_CODE, "transfer": TRANSFER_CODE}.get(kind) or [*TRAIN_CODE, f"methods/{kind}.py"]
+    files = {"eval": EVAL_CODE, "transfer": TRANSFER_CODE, "hard_subset": HARD_SUBSET_CODE}.get(kind) or [*TRAIN_CODE, f"methods/{kind}.py"]
     h = hashlib.sha256()
     for rel in files:
         h.update(rel.encode() + b"\0" + (PACKAGE / rel).read_bytes())

@@ -3,9 +3,10 @@ through L learnable pseudo tokens, InfoNCE against the momentum keys of this bat
 
   Y     the online encoder's states of a sentence (dropout on)
   P     Embedding(L, d) of the ids 0..L-1: the pseudo sentence, independent of the PLM          (Sec. 3.2)
-  A     ONE attention module, shared W_Q, W_K, W_V (d x d, with bias), softmax(QK^T / sqrt(d_head)) V,
-        multi-head with the PLM's head count and attention-probability dropout, and no output projection,
-        residual or LayerNorm (the official code's bare BertSelfAttention; Eq. 2 says sqrt(d_k))
+  A     ONE attention module, shared W_Q, W_K, W_V (d x d, with bias), softmax(QK^T / sqrt(d_head)) V with
+        attention-probability dropout and no output projection, residual or LayerNorm (the official code's
+        bare BertSelfAttention, with the PLM's head count: `attention_heads=0`); by default Eq. 2 as written:
+        one head, scaled by sqrt(d_k) with d_k the model dimension
   Z'    = A(q = P, kv = Y)                                                                      (Eq. 1)
   h     = A(q = Y, kv = Z'), pooled over Y's rows, then SimCSE's MLP (Linear + Tanh; code only)   (Eq. 3)
   keys  the same path through momentum copies of the encoder, P, A and the MLP, without gradient and with
@@ -53,6 +54,7 @@ class Params:
     momentum: float = 0.885           # beta
     y_source: str = "tokens"          # tokens (the paper) | pooled (the official code: one vector, degenerate)
     h_pool: str = "avg"               # how h's rows are pooled when y_source=tokens: avg (masked) | cls
+    attention_heads: int = 1          # heads of A: 1 = Eq. 2 (scaled by sqrt(d)); 0 = the PLM's (the code's BertSelfAttention)
     key_attn_step2: str = "momentum"  # momentum (the paper) | online (the official code)
     key_init: str = "copy"            # copy | random (the official code)
     mlp: bool = True                  # SimCSE's MLP on h (the code; the paper does not mention it)
@@ -151,16 +153,17 @@ class PseudoHead(nn.Module):
 
 class PTBERT(Method):
     Params = Params
-    # sre-bert's [CLS] is untrained (its pretraining has no sentence objective): pooled Y and the test pooler
-    # use avg at cpu, as the cpu SimCSE runs do; max_len 64 is the official recipe's
-    SCALE_PRESETS = {"cpu": dict(pooler="avg", eval_pooler="avg", max_len=64),
-                     "paper": dict(pooler="cls", eval_pooler="cls", max_len=64)}
+    # sre-bert's [CLS] is untrained (its pretraining has no sentence objective): pooled Y, h's pooling and the
+    # test pooler use avg at cpu, as the cpu SimCSE runs do, and [CLS] at paper scale (the code's pooler, and the
+    # sentence vector selection and test read); max_len 64 is the official recipe's
+    SCALE_PRESETS = {"cpu": dict(pooler="avg", h_pool="avg", eval_pooler="avg", max_len=64),
+                     "paper": dict(pooler="cls", h_pool="cls", eval_pooler="cls", max_len=64)}
 
     def __init__(self, cfg, encoder):
         super().__init__(cfg, encoder)
         config = encoder.model.config
         dropout = getattr(config, "attention_probs_dropout_prob", 0.1)
-        self.head = PseudoHead(encoder.hidden_size, config.num_attention_heads, dropout, cfg)
+        self.head = PseudoHead(encoder.hidden_size, cfg["attention_heads"] or config.num_attention_heads, dropout, cfg)
         # the key branch: momentum copies, never optimised
         self.key_model = copy.deepcopy(encoder.model)
         if cfg["key_init"] == "random":
@@ -181,6 +184,8 @@ class PTBERT(Method):
     @classmethod
     def validate(cls, cfg):
         require_positive(cfg, "temperature", "pseudo_length")
+        if cfg["attention_heads"] < 0:
+            raise SreError(f"attention_heads must be 0 (the PLM's head count) or positive, got {cfg['attention_heads']}")
         require_choice(cfg, "y_source", ["tokens", "pooled"])
         require_choice(cfg, "h_pool", ["avg", "cls"])
         require_choice(cfg, "key_attn_step2", ["momentum", "online"])

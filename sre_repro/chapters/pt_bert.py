@@ -1,0 +1,114 @@
+"""The PT-BERT chapter's plan: the variants of Table 3 (both readings of PT-BERT, MoCo-BERT and its
+augmentations), SimCSE's training lengths (Table 2), the grids of Table 5, the hard-length subset of any run
+(Tables 1 and 5c), the pseudo-token attention maps and the paper's effects."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+
+from .. import book
+from ..errors import SreError
+
+# The cpu edition runs the ends of each ablation range around the preset; the list parameters run the rest.
+GRIDS = {
+    # smoke: one run beyond the presets (L = 4), so that the notebook's paths run in CI within its minutes
+    "pseudo_lengths": {"smoke": [4, 128], "cpu": [64, 128, 256], "default": [64, 90, 128, 256, 360]},
+    "queue_sizes": {"smoke": [256], "cpu": [192, 256, 320], "default": [192, 256, 320]},
+    "simcse_max_lens": {"smoke": [16], "cpu": [32, 64, 128], "default": [32, 64, 128]},
+    "augmentations": {"smoke": ["deletion"], "default": ["reorder", "duplication", "deletion"]},
+}
+# The two readings of PT-BERT (shared/notes/official_code.md Sec. 4); both keep the MLP and copy-initialise the
+# key encoder. The paper's (token states, the momentum attention in the key branch, Eq. 2's single head) is the
+# book's PT-BERT; the code's attends over one pooled vector with the PLM's heads.
+READINGS = {"paper": {"y_source": "tokens", "key_attn_step2": "momentum", "attention_heads": 1},
+            "code": {"y_source": "pooled", "key_attn_step2": "online", "attention_heads": 0}}
+# MoCo-BERT as the official moco_cl_forward trains it: the encoder's pooled vector through the MLP
+MOCO = {"pseudo": False, "y_source": "pooled"}
+# the paper's thresholds of the hard subset (evaluate/hard_subset.py), and the book's stricter check
+HARD_THRESHOLDS = {"paper": {}, "strict": {"positive_min": 4.0, "negative_max": 1.0, "negative_inclusive": True}}
+
+
+def grid(name: str, scale: str, chosen=None) -> list:
+    return book.grid(GRIDS, name, scale, chosen)
+
+
+def variants(augmentations: list[str]) -> dict[str, dict]:
+    """Table 3's trained rows: name -> overrides of the pt_bert method."""
+    rows = {"PT-BERT": READINGS["paper"], "PT-BERT (code reading)": READINGS["code"], "MoCo-BERT": MOCO}
+    rows.update({f"MoCo-BERT + {kind}": {**MOCO, "augmentation": kind} for kind in augmentations})
+    return rows
+
+
+def hard_subset(run: dict, data_dir=None, thresholds: str = "paper", force: bool = False) -> dict:
+    """A run's scores on the hard-length subset ({"metrics": evaluate_hard_subset's result, ...}): from its
+    record where it computed them (PT-BERT, paper thresholds), else a record of their own kind ("hard_subset",
+    with its wall time) from the run's kept weights (trained once if this machine lacks them: trained.py)."""
+    from .. import runs
+    from ..config import resolve
+    from ..evaluate.hard_subset import evaluate_hard_subset
+    from ..trained import trained_method
+
+    if thresholds not in HARD_THRESHOLDS:
+        raise SreError(f"unknown thresholds {thresholds!r}: choose from {', '.join(HARD_THRESHOLDS)}")
+    if thresholds == "paper" and "hard_subset" in run["metrics"] and not force:
+        return {"metrics": run["metrics"]["hard_subset"]}
+    overrides = {k: run["config"][k] for k in ("method", "scale", "seed")}
+    cfg = resolve(overrides=run["config"])
+    key = {"run": cfg, "run_code": runs.code_hash(cfg["method"]), "model_name": cfg["model_name"],
+           "thresholds": HARD_THRESHOLDS[thresholds], "max_pairs": cfg["eval_max_pairs"]}
+    cached = runs.lookup("hard_subset", key, force=force)
+    if cached is not None:
+        return cached
+    started = time.time()
+    method = trained_method({**run["config"], **overrides}, data_dir=data_dir)
+    metrics = evaluate_hard_subset(method.encode, data_dir, cfg["eval_max_pairs"], **HARD_THRESHOLDS[thresholds])
+    return runs.save("hard_subset", key, {"metrics": metrics, "wall_seconds": time.time() - started})
+
+
+def hard_table(groups: dict[str, list[dict]], full: dict[str, list[dict]] | None = None, data_dir=None,
+               thresholds: str = "paper") -> pd.DataFrame:
+    """Tables 1 and 5c: per group, the mean over its runs of the hard-subset Spearman per year and its
+    average, and (with `full`) the same runs' full STS12-16 scores beside them."""
+    from ..evaluate.hard_subset import YEARS
+
+    rows = {}
+    for name, group in groups.items():
+        scores = [hard_subset(r, data_dir, thresholds)["metrics"]["scores"] for r in group]
+        rows[f"{name}: hard subset"] = [np.mean([s[y] for s in scores]) for y in YEARS]
+        if full is not None:
+            rows[f"{name}: full STS12-16"] = [np.mean([r["metrics"]["sts"][y] for r in group]) for y in YEARS]
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=YEARS)
+    frame["Avg."] = frame.mean(axis=1)
+    return frame.round(2)
+
+
+def hard_counts(run: dict, data_dir=None, thresholds: str = "paper") -> pd.DataFrame:
+    """How many positive and negative pairs each year's hard subset keeps."""
+    result = hard_subset(run, data_dir, thresholds)["metrics"]
+    return pd.DataFrame({"positive pairs": result["n_positive"], "negative pairs": result["n_negative"]}).T
+
+
+def attention_rows(run: dict, sentence: int = 0, top: int = 12) -> pd.DataFrame:
+    """The pseudo-token attention map of one probe sentence (step 1's weights, mean over heads): the `top`
+    pseudo tokens with the most peaked attention, one row each, one column per token state."""
+    entry = run["metrics"]["pseudo_attention"][sentence]
+    weights = np.asarray(entry["weights"])
+    peaked = np.argsort(-weights.max(axis=1), kind="stable")[:top]
+    columns = [f"{i}:{t}" for i, t in enumerate(entry["tokens"])]
+    return pd.DataFrame(weights[np.sort(peaked)], index=[f"pseudo {i}" for i in np.sort(peaked)], columns=columns)
+
+
+def paper_gains() -> dict[str, float]:
+    """The paper's own effect for each verdict of the chapter (average STS, Tables 2, 3 and 5)."""
+    from ..papers.pt_bert import TABLE2, TABLE3, TABLE5A, TABLE5B, TABLE5C_HARD
+
+    avg = {name: row[-1] for name, row in TABLE3.items()}
+    return {"pt_bert": avg["PT-BERT-base"] - avg["SimCSE-BERT-base"],
+            "pseudo": avg["PT-BERT-base"] - avg["MoCo"],
+            **{f"moco+{kind}": avg[f"MoCo+{kind}"] - avg["MoCo"] for kind in ("reorder", "duplication", "deletion")},
+            "simcse_64": TABLE2[64] - TABLE2[32], "simcse_128": TABLE2[128] - TABLE2[32],
+            "hard": TABLE5C_HARD["PT-BERT"][-1] - TABLE5C_HARD["SimCSE"][-1],
+            **{f"L{length}": TABLE5A[128][-1] - row[-1] for length, row in TABLE5A.items() if length != 128},
+            **{f"Q{size}": TABLE5B[256][-1] - row[-1] for size, row in TABLE5B.items() if size != 256}}
