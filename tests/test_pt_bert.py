@@ -189,3 +189,40 @@ def test_h_embedding_keeps_the_sentence_order_and_feeds_figure_3():
     method.data_dir = None
     dev = method.dev_metrics()
     assert {"stsb_dev", "alignment", "uniformity", "h_alignment", "h_uniformity"} <= set(dev)
+
+
+def test_the_chapter_at_paper_scale_on_bert_base_is_a_valid_call():
+    """`papermill notebooks/pt_bert.ipynb out.ipynb -p scale paper -p model_name bert-base-uncased`: every run the
+    chapter would start resolves to a validated config with the official recipe."""
+    from sre_repro import book
+    from sre_repro.chapters import pt_bert as chapter
+
+    base = {"scale": "paper", "model_name": "bert-base-uncased"}
+    rows = chapter.variants(chapter.grid("augmentations", "paper"))
+    configs = [resolve(overrides={"method": "pt_bert", **base, **o, "seed": s}) for o in rows.values() for s in book.seeds("paper")]
+    configs += [resolve(overrides={"method": "pt_bert", **base, "pseudo_length": n}) for n in chapter.grid("pseudo_lengths", "paper")]
+    configs += [resolve(overrides={"method": "pt_bert", **base, "queue_keys": n}) for n in chapter.grid("queue_sizes", "paper")]
+    configs += [resolve(overrides={"method": "simcse", **base, "max_len": n}) for n in chapter.grid("simcse_max_lens", "paper")]
+    assert {c["model_name"] for c in configs} == {"bert-base-uncased"} and len(configs) == 6 * 3 + 5 + 3 + 3
+    main = configs[0]
+    assert (main["batch_size"], main["lr"], main["max_len"], main["pseudo_length"], main["queue_keys"], main["momentum"],
+            main["temperature"], main["eval_pooler"], main["h_pool"]) == (64, 3e-5, 64, 128, 256, 0.885, 0.05, "cls", "cls")
+    assert chapter.grid("pseudo_lengths", "paper") == [64, 90, 128, 256, 360]
+
+
+def test_paper_gains_and_the_hard_subset_of_a_record():
+    from sre_repro.chapters import pt_bert as chapter
+
+    gains = chapter.paper_gains()
+    assert gains["pt_bert"] == pytest.approx(77.74 - 76.25) and gains["pseudo"] == pytest.approx(77.74 - 75.46)
+    full_gain = (71.20 + 83.76 + 76.34 + 82.63 + 78.90) / 5 - (68.40 + 82.41 + 74.38 + 80.91 + 78.56) / 5
+    assert gains["hard_vs_full"] == pytest.approx(74.44 - 71.08 - full_gain)
+    record = {"metrics": {"hard_subset": {"scores": {y: 50.0 + i for i, y in enumerate(["STS12", "STS13", "STS14", "STS15", "STS16"])} | {"avg": 52.0},
+                                          "n_positive": {"STS12": 3}, "n_negative": {"STS12": 4}},
+                          "sts": {y: 60.0 for y in ["STS12", "STS13", "STS14", "STS15", "STS16"]}}}
+    table = chapter.hard_table({"PT-BERT": [record, record]}, full={"PT-BERT": [record]})
+    assert list(table.loc["PT-BERT: hard subset"]) == [50.0, 51.0, 52.0, 53.0, 54.0, 52.0]
+    assert table.loc["PT-BERT: full STS12-16", "Avg."] == 60.0
+    assert chapter.hard_counts(record).loc["negative pairs", "STS12"] == 4
+    with pytest.raises(SreError, match="unknown thresholds"):
+        chapter.hard_subset(record, thresholds="loose")

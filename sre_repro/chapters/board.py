@@ -12,10 +12,11 @@ import numpy as np
 import pandas as pd
 
 from .. import runs
-from ..papers import paser, pt_bert, slt_fai
+from ..papers import paser, slt_fai
 
 # chapter notebook -> the paper whose claims it judges, in the book's order
-CHAPTERS = {"00b_stand_in_plm": "SimCSE (on the stand-in PLM)", "01_simcse": "SimCSE", "sarcse": "SARCSE", "byop": "BYOP"}
+CHAPTERS = {"00b_stand_in_plm": "SimCSE (on the stand-in PLM)", "01_simcse": "SimCSE", "sarcse": "SARCSE", "byop": "BYOP",
+            "pt_bert": "PT-BERT"}
 SECTION = "verdicts-at-this-scale"  # the anchor of every chapter's "Verdicts at this scale" heading
 NOT_YET_RUN = "not yet run"
 COLUMNS = ["paper", "claim", "paper effect", "ours", "95% interval", "verdict", "scale", "seeds", "chapter"]
@@ -38,8 +39,6 @@ PENDING = {
                       _gain(slt_fai.TABLE1, "SimCSE + SLT-FAI", "SimCSE + SLT-FAI w/o ISF")),
                      ("adversarial tuning helps: full beats w/o AT (SimCSE)",
                       _gain(slt_fai.TABLE1, "SimCSE + SLT-FAI", "SimCSE + SLT-FAI w/o AT"))]),
-    "PT-BERT": (19, [("PT-BERT beats SimCSE on average STS (Table 3)", _gain(pt_bert.TABLE3, "PT-BERT-base", "SimCSE-BERT-base")),
-                     ("pseudo tokens help: PT-BERT beats MoCo-BERT (Table 3)", _gain(pt_bert.TABLE3, "PT-BERT-base", "MoCo"))]),
 }
 
 

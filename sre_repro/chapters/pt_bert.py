@@ -90,6 +90,55 @@ def hard_counts(run: dict, data_dir=None, thresholds: str = "paper") -> pd.DataF
     return pd.DataFrame({"positive pairs": result["n_positive"], "negative pairs": result["n_negative"]}).T
 
 
+def threshold_counts(data_dir=None) -> pd.DataFrame:
+    """The pairs each year's hard subset keeps under the paper's thresholds and under the book's stricter
+    reading (positive: gold >= 4, negative: gold <= 1), for the sensitivity of Tables 1 and 5c."""
+    from ..evaluate.hard_subset import hard_subsets
+
+    rows = {}
+    for name, thresholds in HARD_THRESHOLDS.items():
+        subsets = hard_subsets(data_dir, **thresholds)
+        rows[f"{name}: positive pairs"] = {y: p for y, (_, p, _) in subsets.items()}
+        rows[f"{name}: negative pairs"] = {y: n for y, (_, _, n) in subsets.items()}
+    return pd.DataFrame(rows).T
+
+
+def as_h(run: dict) -> dict:
+    """A PT-BERT run whose dev curve reads h's alignment and uniformity as its own (for plotting h beside
+    another model's tested embedding)."""
+    curve = [{**p, "alignment": p["h_alignment"], "uniformity": p["h_uniformity"]} for p in run["dev_curve"] if "h_alignment" in p]
+    return {**run, "dev_curve": curve}
+
+
+def mean_curve_gap(better: list[dict], worse: list[dict], metric: str) -> np.ndarray:
+    """Per seed, `worse`'s minus `better`'s `metric` averaged over the evaluation steps both runs share
+    (Figure 3's "lower at almost every step", as one number per seed; runs matched by seed)."""
+    by_seed = {r["seed"]: {p["step"]: p[metric] for p in r["dev_curve"]} for r in worse}
+    gaps = []
+    for r in better:
+        other = by_seed[r["seed"]]
+        gaps.append(np.mean([other[p["step"]] - p[metric] for p in r["dev_curve"] if p["step"] in other]))
+    return np.array(gaps)
+
+
+def effects_over_simcse(runs: dict[str, list[dict]]) -> pd.DataFrame:
+    """Table 3 as effects over SimCSE: each row's average STS minus SimCSE's, ours (means over each row's
+    seeds) beside the paper's."""
+    from ..papers.pt_bert import TABLE3
+
+    paper_rows = {"PT-BERT": "PT-BERT-base", "MoCo-BERT": "MoCo", **{f"MoCo-BERT + {k}": f"MoCo+{k}" for k in ("reorder", "duplication", "deletion")}}
+    simcse = np.mean([r["metrics"]["sts"]["avg"] for r in runs["SimCSE"]])
+    rows = {}
+    for name, group in runs.items():
+        if name == "SimCSE":
+            continue
+        paper = TABLE3.get(paper_rows.get(name, ""))
+        rows[name] = {"ours: minus SimCSE": np.mean([r["metrics"]["sts"]["avg"] for r in group]) - simcse,
+                      "paper: minus SimCSE": None if paper is None else paper[-1] - TABLE3["SimCSE-BERT-base"][-1],
+                      "our seeds": ", ".join(str(r["seed"]) for r in group)}
+    return pd.DataFrame(rows).T
+
+
 def attention_rows(run: dict, sentence: int = 0, top: int = 12) -> pd.DataFrame:
     """The pseudo-token attention map of one probe sentence (step 1's weights, mean over heads): the `top`
     pseudo tokens with the most peaked attention, one row each, one column per token state."""
@@ -101,14 +150,19 @@ def attention_rows(run: dict, sentence: int = 0, top: int = 12) -> pd.DataFrame:
 
 
 def paper_gains() -> dict[str, float]:
-    """The paper's own effect for each verdict of the chapter (average STS, Tables 2, 3 and 5)."""
-    from ..papers.pt_bert import TABLE2, TABLE3, TABLE5A, TABLE5B, TABLE5C_HARD
+    """The paper's own effect for each verdict of the chapter (average STS, Tables 1, 2, 3 and 5; the hard
+    subset against STS12-16 only)."""
+    from ..papers.pt_bert import TABLE1, TABLE2, TABLE3, TABLE4, TABLE5A, TABLE5B, TABLE5C_HARD
 
     avg = {name: row[-1] for name, row in TABLE3.items()}
+    years = {name: float(np.mean(row[:5])) for name, row in TABLE3.items()}  # STS12-16 only, as the hard subset
+    hard_gain = TABLE5C_HARD["PT-BERT"][-1] - TABLE5C_HARD["SimCSE"][-1]
     return {"pt_bert": avg["PT-BERT-base"] - avg["SimCSE-BERT-base"],
             "pseudo": avg["PT-BERT-base"] - avg["MoCo"],
             **{f"moco+{kind}": avg[f"MoCo+{kind}"] - avg["MoCo"] for kind in ("reorder", "duplication", "deletion")},
             "simcse_64": TABLE2[64] - TABLE2[32], "simcse_128": TABLE2[128] - TABLE2[32],
-            "hard": TABLE5C_HARD["PT-BERT"][-1] - TABLE5C_HARD["SimCSE"][-1],
+            "hard": hard_gain, "hard_vs_full": hard_gain - (years["PT-BERT-base"] - years["SimCSE-BERT-base"]),
+            "simcse_hard_drop": float(np.mean(TABLE1["SimCSE, full"]) - np.mean(TABLE1["SimCSE, hard subset"])),
             **{f"L{length}": TABLE5A[128][-1] - row[-1] for length, row in TABLE5A.items() if length != 128},
-            **{f"Q{size}": TABLE5B[256][-1] - row[-1] for size, row in TABLE5B.items() if size != 256}}
+            **{f"Q{size}": TABLE5B[256][-1] - row[-1] for size, row in TABLE5B.items() if size != 256},
+            "dev_simcse": TABLE4["PT-BERT-base"] - TABLE4["SimCSE"], "dev_moco": TABLE4["PT-BERT-base"] - TABLE4["MoCo"]}
