@@ -133,8 +133,8 @@ def effects_over_simcse(runs: dict[str, list[dict]]) -> pd.DataFrame:
         if name == "SimCSE":
             continue
         paper = TABLE3.get(paper_rows.get(name, ""))
-        rows[name] = {"ours: minus SimCSE": np.mean([r["metrics"]["sts"]["avg"] for r in group]) - simcse,
-                      "paper: minus SimCSE": None if paper is None else paper[-1] - TABLE3["SimCSE-BERT-base"][-1],
+        rows[name] = {"ours: minus SimCSE": round(float(np.mean([r["metrics"]["sts"]["avg"] for r in group]) - simcse), 2),
+                      "paper: minus SimCSE": np.nan if paper is None else round(paper[-1] - TABLE3["SimCSE-BERT-base"][-1], 2),
                       "our seeds": ", ".join(str(r["seed"]) for r in group)}
     return pd.DataFrame(rows).T
 
