@@ -220,7 +220,7 @@ def test_paper_gains_and_the_hard_subset_of_a_record():
     record = {"metrics": {"hard_subset": {"scores": {y: 50.0 + i for i, y in enumerate(["STS12", "STS13", "STS14", "STS15", "STS16"])} | {"avg": 52.0},
                                           "n_positive": {"STS12": 3}, "n_negative": {"STS12": 4}},
                           "sts": {y: 60.0 for y in ["STS12", "STS13", "STS14", "STS15", "STS16"]}}}
-    table = chapter.hard_table({"PT-BERT": [record, record]}, full={"PT-BERT": [record]})
+    table = chapter.hard_table({"PT-BERT": [record, record]}, with_full=True)
     assert list(table.loc["PT-BERT: hard subset"]) == [50.0, 51.0, 52.0, 53.0, 54.0, 52.0]
     assert table.loc["PT-BERT: full STS12-16", "Avg."] == 60.0
     assert chapter.hard_counts(record).loc["negative pairs", "STS12"] == 4

@@ -54,7 +54,6 @@ def hard_subset(run: dict, data_dir=None, thresholds: str = "paper", force: bool
         raise SreError(f"unknown thresholds {thresholds!r}: choose from {', '.join(HARD_THRESHOLDS)}")
     if thresholds == "paper" and "hard_subset" in run["metrics"] and not force:
         return {"metrics": run["metrics"]["hard_subset"]}
-    overrides = {k: run["config"][k] for k in ("method", "scale", "seed")}
     cfg = resolve(overrides=run["config"])
     key = {"run": cfg, "run_code": runs.code_hash(cfg["method"]), "model_name": cfg["model_name"],
            "thresholds": HARD_THRESHOLDS[thresholds], "max_pairs": cfg["eval_max_pairs"]}
@@ -62,22 +61,22 @@ def hard_subset(run: dict, data_dir=None, thresholds: str = "paper", force: bool
     if cached is not None:
         return cached
     started = time.time()
-    method = trained_method({**run["config"], **overrides}, data_dir=data_dir)
+    method = trained_method(run["config"], data_dir=data_dir)
     metrics = evaluate_hard_subset(method.encode, data_dir, cfg["eval_max_pairs"], **HARD_THRESHOLDS[thresholds])
     return runs.save("hard_subset", key, {"metrics": metrics, "wall_seconds": time.time() - started})
 
 
-def hard_table(groups: dict[str, list[dict]], full: dict[str, list[dict]] | None = None, data_dir=None,
+def hard_table(groups: dict[str, list[dict]], with_full: bool = False, data_dir=None,
                thresholds: str = "paper") -> pd.DataFrame:
     """Tables 1 and 5c: per group, the mean over its runs of the hard-subset Spearman per year and its
-    average, and (with `full`) the same runs' full STS12-16 scores beside them."""
+    average, and (`with_full`) the same runs' full STS12-16 scores beside them."""
     from ..evaluate.hard_subset import YEARS
 
     rows = {}
     for name, group in groups.items():
         scores = [hard_subset(r, data_dir, thresholds)["metrics"]["scores"] for r in group]
         rows[f"{name}: hard subset"] = [np.mean([s[y] for s in scores]) for y in YEARS]
-        if full is not None:
+        if with_full:
             rows[f"{name}: full STS12-16"] = [np.mean([r["metrics"]["sts"][y] for r in group]) for y in YEARS]
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=YEARS)
     frame["Avg."] = frame.mean(axis=1)
