@@ -43,10 +43,11 @@ if "byop" in which:
 
     papermill.execute_notebook("notebooks/byop.ipynb", "work/executed/byop.ipynb", parameters={"scale": "cpu"},
                                kernel_name="python3", progress_bar=False, cwd=".")
-if "pt_bert_recipe" in which:
-    lr, steps = recipe_chapter.chosen_plm(recipe_chapter.plm_runs("cpu"), recipe_chapter.STEP_BUDGET["cpu"])
-    for head_lr, r in recipe_chapter.head_runs("pt_bert", "cpu", lr, steps, allow_stale=False).items():
-        print("pt_bert head_lr", head_lr, r["metrics"]["stsb_dev_best"], r["training"]["moved"], r["wall_seconds"], flush=True)
+for method in ("pt_bert", "slt_fai"):
+    if f"{method}_recipe" in which:
+        lr, steps = recipe_chapter.chosen_plm(recipe_chapter.plm_runs("cpu"), recipe_chapter.STEP_BUDGET["cpu"])
+        for head_lr, r in recipe_chapter.head_runs(method, "cpu", lr, steps, allow_stale=False).items():
+            print(method, "head_lr", head_lr, r["metrics"]["stsb_dev_best"], r["training"]["moved"], r["wall_seconds"], flush=True)
 if "pt_bert" in which:
     seeds = book.seeds("cpu")
     rows = pt_bert_chapter.variants(pt_bert_chapter.grid("augmentations", "cpu"))

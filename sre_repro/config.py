@@ -131,6 +131,8 @@ def resolve(method: str | None = None, overrides: dict | None = None) -> dict:
     cfg = {**dataclasses.asdict(CommonConfig()), **dataclasses.asdict(method_cls.Params())}
     cfg.update(SCALE_PRESETS[scale])
     cfg.update(method_cls.SCALE_PRESETS.get(scale, {}))
+    # presets that depend on another knob (slt_fai: its backbone's recipe)
+    cfg.update(getattr(method_cls, "backbone_presets", lambda *_: {})(scale, overrides))
     if method in HEAD_LR_PRESETS.get(scale, {}):
         cfg["head_lr"] = HEAD_LR_PRESETS[scale][method]
     cfg.update({k: _coerce(k, v, types[k]) for k, v in overrides.items()})

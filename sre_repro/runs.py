@@ -32,6 +32,10 @@ TRAIN_CODE = EVAL_CODE + ["train.py", "methods/__init__.py", "methods/common.py"
 TRANSFER_CODE = EVAL_CODE + ["evaluate/transfer.py", "trained.py"]
 # PT-BERT's hard-length subset of a run's kept weights ("hard_subset"; the run's own code is in its config)
 HARD_SUBSET_CODE = EVAL_CODE + ["evaluate/hard_subset.py", "trained.py"]
+# SLT-FAI's frequency analyses of a model as it is ("frequency", the untrained PLM's panel of Figs. 5-7)
+FREQUENCY_CODE = EVAL_CODE + ["evaluate/frequency.py"]
+# Files besides methods/<name>.py that a method's runs depend on (code shared by two methods outside common.py)
+METHOD_EXTRA_CODE = {"consert": ["views.py", "evaluate/frequency.py"], "slt_fai": ["views.py", "evaluate/frequency.py"]}
 
 
 def results_dir(path=None) -> Path:
@@ -62,7 +66,8 @@ def config_hash(cfg: dict) -> str:
 
 def code_hash(kind: str) -> str:
     """Hash of the files that can change the numbers of runs of `kind` (a method name or 'eval')."""
-    files = {"eval": EVAL_CODE, "transfer": TRANSFER_CODE, "hard_subset": HARD_SUBSET_CODE}.get(kind) or [*TRAIN_CODE, f"methods/{kind}.py"]
+    files = {"eval": EVAL_CODE, "transfer": TRANSFER_CODE, "hard_subset": HARD_SUBSET_CODE,
+             "frequency": FREQUENCY_CODE}.get(kind) or [*TRAIN_CODE, f"methods/{kind}.py", *METHOD_EXTRA_CODE.get(kind, [])]
     h = hashlib.sha256()
     for rel in files:
         h.update(rel.encode() + b"\0" + (PACKAGE / rel).read_bytes())

@@ -1,0 +1,311 @@
+"""SLT-FAI (Wang et al.): frequency-induced adversarial tuning (AT) and incomplete-sentence filtering (ISF) on
+top of a contrastive backbone, ConSERT or SimCSE.
+
+  labels  1 = LOW frequency: BookCorpus wordpiece count below the `low_rate` (lambda) quantile of the non-zero
+          counts (evaluate/frequency.py; special tokens and [PAD] have count 0, so they are LOW)
+  R       the backbone's contrastive loss on two views: ConSERT (feature cutoff / token shuffle on the embedding
+          output, NT-Xent both ways, tau 0.1, x cl_rate 0.15, dropout 0) or SimCSE (two dropout views, InfoNCE,
+          tau 0.05, x 1)
+  L_AT    the last layer's token states of BOTH views -> gradient reversal (identity forward, -grad backward,
+          fixed coefficient 1) -> the similarity discriminator -> CE against the labels of the original ids,
+          averaged over the two views                                                    (Sec. 3.2, Eq. 4)
+  L_ISF   the incomplete copy: some tokens -> [MASK] (attention mask unchanged), encoded without augmentation;
+          the information discriminator (no reversal: the encoder helps it) gets view 1's sentence vector
+          labelled 0 and the copy's labelled 1, CE(.,0) + CE(.,1) summed              (Sec. 3.3, Eqs. 5-7)
+  loss    cl_rate * R + on(step) * (alpha * L_AT + beta * L_ISF); before the warm-up ends the auxiliary terms
+          are computed for the record only and neither discriminator trains             (Eq. 2, Sec. 4.1)
+Eqs. 2-3 put the max over the discriminator's own parameters, which would make it maximise its own loss; the
+text and the gradient reversal layer say the opposite, and that is what is implemented.
+
+Where the paper and the official code (wangbing1416/SLT-FAI, a ConSERT fork) differ, both behind a parameter;
+the defaults are the paper's except for ISF's masking rule (shared/notes/official_code.md Sec. 2):
+  discriminator  paper: Linear(d, d), ReLU, Linear(d, 2) ("two linear layers and a ReLU activation") |
+                 code: Linear stacks without activations and a ReLU on the 2 logits (AT: d-2d-2d-d-2, ISF: d-d-2)
+  at_positions   tokens: each sentence's word tokens, averaged per sentence then over sentences (Eq. 4) |
+                 all: every batch x length position, padding and special tokens included (the code)
+  isf_mask       high: each HIGH-frequency token with p = 0.5 (the code's `labels == 0`, hard-coded; the default) |
+                 low: each low-frequency word(piece) with probability isf_rate = epsilon = 0.2 (the paper's "sampling
+                 ratio", read as one Bernoulli draw per token). The book uses the code's rule: the paper's numbers
+                 come from it, and the paper's rule leaves most copies equal to the original on the STS corpus
+                 (about half of its sentences hold no low-frequency word), where no discriminator can separate them
+  warmup_rule    once: off for the first warmup_epochs (the paper) | every_epoch: off in the first
+                 (warmup_epochs - int(warmup_epochs)) of every epoch from epoch int(warmup_epochs) (the code)
+The contrastive term is the official NT-Xent (both directions, intra-view negatives, positive in the
+denominator), not Eq. 9 as printed (one direction, positive excluded from the denominator).
+`aux_warmup_steps` >= 0 counts the warm-up in steps instead: at cpu a run is a few per cent of an epoch, so a
+warm-up in epochs would never end. With alpha = beta = 0 the method is its backbone (the `consert` method, or
+`simcse` with the same views).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..encoder import pool
+from ..errors import SreError
+from ..views import CONSERT_PAPER, CONSERT_RECIPE, augmented_forward, disable_dropout, nt_xent, validate_views
+from .common import Method, info_nce, require_choice, simcse_pooler, validate_simcse_pooler
+
+BACKBONES = {"consert": {"temperature": 0.1, "cl_rate": 0.15, "warmup_epochs": 0.5},
+             "simcse": {"temperature": 0.05, "cl_rate": 1.0, "warmup_epochs": 0.1}}
+ISF_RATES = {"low": 0.2, "high": 0.5}
+
+
+@dataclass
+class Params:
+    backbone: str = "consert"         # consert | simcse
+    alpha: float = 1.0                # weight of L_AT (0: w/o AT)
+    beta: float = 1.0                 # weight of L_ISF (0: w/o ISF)
+    low_rate: float = 0.5             # lambda: the share of non-zero-count wordpiece types labelled LOW
+    temperature: float = 0.0          # 0: the backbone's (ConSERT 0.1, SimCSE 0.05)
+    cl_rate: float = 0.0              # 0: the backbone's (ConSERT 0.15, SimCSE 1)
+    pooler: str = "avg"               # ConSERT: avg | avg_first_last | avg_top2; SimCSE: also cls (+MLP)
+    view1: str = "feature_cutoff"     # ConSERT backbone's two views (sre_repro/views.py)
+    view1_rate: float = 0.2
+    view2: str = "shuffle"
+    view2_rate: float = 0.0
+    discriminator: str = "paper"      # paper (Linear-ReLU-Linear) | code (linear stacks, ReLU on the logits)
+    at_positions: str = "tokens"      # tokens (Eq. 4) | all (every position, padding included: the code)
+    isf_mask: str = "high"            # high (the code: high-frequency tokens; the book's) | low (the paper: low-frequency words)
+    isf_rate: float = 0.0             # 0: the reading's (low: epsilon 0.2, high: 0.5)
+    warmup_epochs: float = -1.0       # -1: the backbone's (the paper: ConSERT 0.5, SimCSE 0.1)
+    warmup_rule: str = "once"         # once (the paper) | every_epoch (the code)
+    aux_warmup_steps: int = -1        # >= 0: the warm-up in steps (overrides warmup_epochs)
+    analysis_sentences: int = 10000   # sentences of the STS corpus in the frequency analyses (Figs. 5-7: 10,000)
+
+
+class GradientReversal(torch.autograd.Function):
+    """Identity forward; the gradient times -1 backward (Ganin and Lempitsky; the code's coefficient is fixed at 1)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -grad
+
+
+def discriminator(kind: str, d: int, token_level: bool) -> nn.Module:
+    if kind == "paper":
+        return nn.Sequential(nn.Linear(d, d), nn.ReLU(), nn.Linear(d, 2))
+    if token_level:  # freqDiscrim, high_rank 2
+        return nn.Sequential(nn.Linear(d, 2 * d), nn.Linear(2 * d, 2 * d), nn.Linear(2 * d, d), nn.Linear(d, 2), nn.ReLU())
+    return nn.Sequential(nn.Linear(d, d), nn.Linear(d, 2), nn.ReLU())  # maskDiscrim
+
+
+def warmup_done(step: int, cfg: dict, steps_per_epoch: int) -> bool:
+    """Whether the auxiliary terms are on at training step `step` (0-based)."""
+    if cfg["aux_warmup_steps"] >= 0:
+        return step >= cfg["aux_warmup_steps"]
+    w = cfg["warmup_epochs"]
+    if cfg["warmup_rule"] == "once":
+        return step >= w * steps_per_epoch
+    epoch, index = divmod(step, steps_per_epoch)  # the code's flag, re-evaluated inside every epoch
+    return epoch >= int(w) and index >= steps_per_epoch * (w - int(w))
+
+
+def isf_mask(input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor, special: torch.Tensor,
+             rule: str, rate: float, mask_id: int, generator: torch.Generator | None = None) -> torch.Tensor:
+    """The incomplete copy: tokens of the rule's label (low: 1, high: 0), never special tokens or padding, each
+    replaced by [MASK] with probability `rate` (drawn on the CPU from `generator`, else torch's global one)."""
+    token_labels = labels[input_ids]
+    eligible = (token_labels == (1 if rule == "low" else 0)) & ~special[input_ids] & attention_mask.bool()
+    drawn = (torch.rand(input_ids.shape, generator=generator) < rate).to(input_ids.device)
+    return input_ids.masked_fill(eligible & drawn, mask_id)
+
+
+def at_loss(logits: torch.Tensor, targets: torch.Tensor, positions: torch.Tensor, per_sentence: bool):
+    """(CE, accuracy) over the chosen positions: averaged per sentence then over sentences (Eq. 4), or over all
+    chosen positions at once (the code's mean over batch x length)."""
+    ce = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), reduction="none").view(targets.shape)
+    right = (logits.argmax(-1) == targets).float()
+    w = positions.float()
+    if per_sentence:
+        count = w.sum(1).clamp(min=1)
+        keep = w.sum(1) > 0
+        return ((ce * w).sum(1) / count)[keep].mean(), ((right * w).sum(1) / count)[keep].mean()
+    return (ce * w).sum() / w.sum(), (right * w).sum() / w.sum()
+
+
+class SLTFAI(Method):
+    Params = Params
+    SCALE_PRESETS = {"smoke": dict(train_data="sts_unlabeled", eval_pooler="avg", analysis_sentences=60, aux_warmup_steps=2),
+                     # cpu: the warm-up in steps, the paper's share of a run (ConSERT: 0.5 of 10 epochs = 5 %);
+                     # the SimCSE block sets 10 (its 0.1 of one epoch)
+                     "cpu": dict(CONSERT_RECIPE, analysis_sentences=2000, aux_warmup_steps=5),
+                     "paper": CONSERT_PAPER}
+
+    def __init__(self, cfg, encoder):
+        super().__init__(cfg, encoder)
+        defaults = BACKBONES[cfg["backbone"]]
+        self.temperature = cfg["temperature"] or defaults["temperature"]
+        self.cl_rate = cfg["cl_rate"] or defaults["cl_rate"]
+        self.warmup = dict(cfg, warmup_epochs=defaults["warmup_epochs"] if cfg["warmup_epochs"] < 0 else cfg["warmup_epochs"])
+        self.isf_rate = cfg["isf_rate"] or ISF_RATES[cfg["isf_mask"]]
+        if cfg["backbone"] == "consert":
+            disable_dropout(encoder.model)
+            self.train_pooler = cfg["pooler"]
+        else:
+            self.train_pooler = simcse_pooler(self)
+        d = encoder.hidden_size
+        # initialised from their own seed, and the ISF masks drawn from their own generator (its state is a buffer,
+        # so resumes are exact): the ablations and the backbone (`consert`) then see the same views at every step
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(cfg["seed"] + 1)
+            self.similarity_discriminator = discriminator(cfg["discriminator"], d, token_level=True)
+            self.information_discriminator = discriminator(cfg["discriminator"], d, token_level=False)
+        self.register_buffer("mask_rng", torch.Generator().manual_seed(cfg["seed"] + 2).get_state())
+        self.register_buffer("loss_calls", torch.zeros((), dtype=torch.long))
+        self.steps_per_epoch = 1
+
+    @staticmethod
+    def backbone_presets(scale: str, overrides: dict) -> dict:
+        """With the SimCSE backbone, SimCSE's presets of the scale replace ConSERT's recipe (corpus, length,
+        optimiser, schedule, poolers), with the paper's batch of 32 at paper scale and, at cpu, the paper's warm-up
+        share in steps (0.1 of SimCSE's one epoch: 10 of 100 steps)."""
+        if overrides.get("backbone") != "simcse":
+            return {}
+        from ..config import SCALE_PRESETS, CommonConfig
+        from .common import DropoutViews
+
+        simcse = {**{k: getattr(CommonConfig, k) for k in ("train_data", "max_len", "weight_decay", "adam_eps", "warmup_ratio")},
+                  **SCALE_PRESETS[scale], **DropoutViews.SCALE_PRESETS.get(scale, {})}
+        keys = ["train_data", "max_len", "weight_decay", "adam_eps", "warmup_ratio", "lr", "epochs", "max_steps",
+                "eval_steps", "batch_size", "precision", "pooler", "eval_pooler"]
+        presets = {k: simcse[k] for k in keys if k in simcse}
+        presets["aux_warmup_steps"] = {"smoke": 2, "cpu": 10, "paper": -1}[scale]
+        if scale == "paper":
+            presets["batch_size"] = 32
+        return presets
+
+    @classmethod
+    def build(cls, cfg, device, data_dir=None):
+        """The method with its frequency labels, read from the data dir's BookCorpus counts."""
+        from ..data.corpora import bookcorpus_token_counts
+        from ..evaluate.frequency import frequency_labels
+
+        method = super().build(cfg, device, data_dir)
+        tokenizer = method.encoder.tokenizer
+        labels, method.threshold = frequency_labels(bookcorpus_token_counts(data_dir), tokenizer.get_vocab(), cfg["low_rate"])
+        special = torch.zeros(len(labels), dtype=torch.bool)
+        special[tokenizer.all_special_ids] = True
+        method.register_buffer("labels", labels, persistent=False)
+        method.register_buffer("special", special, persistent=False)
+        return method
+
+    def added_modules(self):
+        """The discriminators whose terms are in the loss (and SimCSE's MLP when the SimCSE backbone pools [CLS])."""
+        added = {"mlp": self.mlp} if hasattr(self, "mlp") else {}
+        if self.cfg["alpha"] > 0:
+            added["similarity discriminator"] = self.similarity_discriminator
+        if self.cfg["beta"] > 0:
+            added["information discriminator"] = self.information_discriminator
+        return added
+
+    def term_weights(self):
+        return {"loss_cl": self.cl_rate, "loss_at": self.cfg["alpha"], "loss_isf": self.cfg["beta"],
+                "at_accuracy": 0.0, "isf_accuracy": 0.0, "isf_changed": 0.0, "aux_on": 0.0}
+
+    @classmethod
+    def validate(cls, cfg):
+        require_choice(cfg, "backbone", list(BACKBONES))
+        require_choice(cfg, "discriminator", ["paper", "code"])
+        require_choice(cfg, "at_positions", ["tokens", "all"])
+        require_choice(cfg, "isf_mask", list(ISF_RATES))
+        require_choice(cfg, "warmup_rule", ["once", "every_epoch"])
+        if not 0 < cfg["low_rate"] < 1:
+            raise SreError(f"low_rate (lambda) must lie in (0, 1), got {cfg['low_rate']}: e.g. low_rate=0.5")
+        for key in ("alpha", "beta", "temperature", "cl_rate", "isf_rate"):
+            if cfg[key] < 0:
+                raise SreError(f"{key} must be >= 0, got {cfg[key]}")
+        if not 0 <= cfg["isf_rate"] <= 1:
+            raise SreError(f"isf_rate must lie in [0, 1] (0: the reading's own), got {cfg['isf_rate']}")
+        if cfg["warmup_epochs"] < 0 and cfg["warmup_epochs"] != -1:
+            raise SreError(f"warmup_epochs must be >= 0 (or -1: the backbone's), got {cfg['warmup_epochs']}")
+        if cfg["backbone"] == "consert":
+            validate_views({**cfg, "temperature": cfg["temperature"] or 1, "cl_rate": cfg["cl_rate"] or 1})
+        else:
+            validate_simcse_pooler(cfg)
+            if cfg["analysis_sentences"] < 10:
+                raise SreError(f"analysis_sentences must be at least 10, got {cfg['analysis_sentences']}")
+
+    def corpus(self, data_dir=None):
+        examples = super().corpus(data_dir)
+        used = min(len(examples), self.cfg["max_train_examples"] or len(examples))
+        self.steps_per_epoch = max(1, used // self.cfg["batch_size"])  # the trainer drops the last partial batch
+        return examples
+
+    def collate(self, sentences):
+        return self.encoder.tokenize(list(sentences), self.cfg["max_len"])
+
+    def loss(self, batch):
+        step = int(self.loss_calls)
+        if self.training:
+            self.loss_calls += 1
+        aux_on = self.training and warmup_done(step, self.warmup, self.steps_per_epoch)
+        ids, mask = batch["input_ids"], batch["attention_mask"]
+        rows = len(ids)
+        masked = None
+        if self.cfg["beta"] > 0:
+            generator = torch.Generator()
+            generator.set_state(self.mask_rng.cpu())
+            masked = isf_mask(ids, mask, self.labels, self.special, self.cfg["isf_mask"], self.isf_rate,
+                              self.encoder.tokenizer.mask_token_id, generator)
+            if self.training:
+                self.mask_rng.copy_(generator.get_state())
+        # one forward: view 1, view 2 and (ISF) the incomplete copy, unaugmented
+        if self.cfg["backbone"] == "consert":
+            views = [(ids, self.cfg["view1"], self.cfg["view1_rate"]), (ids, self.cfg["view2"], self.cfg["view2_rate"])]
+            views += [(masked, "none", 0.0)] if masked is not None else []
+            hidden = augmented_forward(self.encoder.model, mask, views, self.encoder.hidden_size)
+        else:
+            all_ids = torch.cat([ids, ids] + ([masked] if masked is not None else []))
+            hidden = self.encoder.forward_hidden({"input_ids": all_ids, "attention_mask": mask.repeat(len(all_ids) // rows, 1)})
+        full_mask = mask.repeat(len(hidden[-1]) // rows, 1)
+        z = pool(self.train_pooler, hidden, full_mask, self.encoder.mlp).float()
+        z1, z2 = z[:rows], z[rows:2 * rows]
+        contrastive = nt_xent(z1, z2, self.temperature) if self.cfg["backbone"] == "consert" else info_nce(z1, z2, self.temperature)
+        terms = {"loss_cl": contrastive}
+        loss = self.cl_rate * contrastive
+        with torch.set_grad_enabled(aux_on and torch.is_grad_enabled()):
+            if self.cfg["alpha"] > 0:
+                states = hidden[-1][:2 * rows]
+                if not aux_on:
+                    states = states.detach()
+                logits = self.similarity_discriminator(GradientReversal.apply(states))
+                targets = self.labels[ids].repeat(2, 1)
+                if self.cfg["at_positions"] == "tokens":
+                    positions = (mask.bool() & ~self.special[ids]).repeat(2, 1)
+                else:
+                    positions = torch.ones_like(targets, dtype=torch.bool)
+                terms["loss_at"], terms["at_accuracy"] = at_loss(logits, targets, positions, self.cfg["at_positions"] == "tokens")
+                if aux_on:
+                    loss = loss + self.cfg["alpha"] * terms["loss_at"]
+            if masked is not None:
+                pair = torch.cat([z1, z[2 * rows:]])
+                if not aux_on:
+                    pair = pair.detach()
+                logits = self.information_discriminator(pair)
+                targets = torch.cat([torch.zeros(rows, dtype=torch.long), torch.ones(rows, dtype=torch.long)]).to(logits.device)
+                terms["loss_isf"] = F.cross_entropy(logits[:rows], targets[:rows]) + F.cross_entropy(logits[rows:], targets[rows:])
+                terms["isf_accuracy"] = (logits.argmax(-1) == targets).float().mean()
+                terms["isf_changed"] = (masked != ids).any(1).float().mean()
+                if aux_on:
+                    loss = loss + self.cfg["beta"] * terms["loss_isf"]
+        terms["aux_on"] = torch.tensor(float(aux_on))
+        return {"loss": loss, **terms}
+
+    def finish(self):
+        from ..evaluate.frequency import frequency_analysis
+
+        final = super().finish()
+        final["frequency"] = frequency_analysis(self.encoder, self.cfg["analysis_sentences"], self.data_dir)
+        final["threshold"] = self.threshold
+        return final
+
+
+METHOD = SLTFAI

@@ -1,0 +1,271 @@
+"""SLT-FAI and ConSERT: the frequency labels against the counts file, the gradient reversal layer, each
+ConSERT augmentation on a hand example, NT-Xent against a direct computation, the ISF masking rules, the
+warm-up, the AT loss's averaging, the ablation identities and the bad inputs."""
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from sre_repro.config import resolve
+from sre_repro.data.corpora import bookcorpus_token_counts
+from sre_repro.errors import SreError
+from sre_repro.evaluate.frequency import _probe_accuracy, frequency_labels, label_statistics, low_threshold
+from sre_repro.methods.consert import ConSERT
+from sre_repro.methods.slt_fai import SLTFAI, GradientReversal, at_loss, isf_mask, warmup_done
+from sre_repro.train import Interrupted, train
+from sre_repro.views import nt_xent, view_inputs
+
+SENTENCES = ["a man is playing a bamboo flute.", "the cat sat on the mat.", "hello.", "two dogs run in the snow."]
+
+
+def build(cls=SLTFAI, data_dir=None, **overrides):
+    torch.manual_seed(0)
+    method = "slt_fai" if cls is SLTFAI else "consert"
+    return cls.build(resolve(overrides={"method": method, "scale": "smoke", **overrides}), "cpu", data_dir)
+
+
+@pytest.fixture(scope="module")
+def counts(data_dir):
+    return bookcorpus_token_counts(data_dir)
+
+
+@pytest.mark.parametrize("rate, threshold, low", [(0.1, 168, 5_745), (0.5, 2_945, 16_758), (0.9, 28_938, 27_769)])
+def test_labels_and_thresholds_match_the_counts_file(counts, rate, threshold, low):
+    # by hand: 2,994 wordpieces have count 0; the threshold is the sorted count at 2,994 + int(27,528 * rate)
+    assert sum(1 for c in counts.values() if c == 0) == 2_994
+    assert low_threshold(counts, rate) == threshold
+    vocab = {token: i for i, token in enumerate(counts)}
+    labels, thr = frequency_labels(counts, vocab, rate)
+    assert thr == threshold and int(labels.sum()) == low
+    # special tokens and padding have count 0: LOW; "the" is HIGH; "bamboo" LOW and "flute" HIGH at 0.5
+    for token in ("[PAD]", "[CLS]", "[SEP]", "[MASK]"):
+        assert labels[vocab[token]] == 1
+    assert labels[vocab["the"]] == 0
+    if rate == 0.5:
+        assert labels[vocab["bamboo"]] == 1 and labels[vocab["flute"]] == 0 and labels[vocab["hanged"]] == 1
+
+
+def test_label_statistics_rows(counts):
+    row, = label_statistics(counts, [0.5])
+    assert row["low_types"] == 16_758 and row["threshold"] == 2_945
+    total = sum(counts.values())
+    assert math.isclose(row["low_share_of_occurrences"], sum(c for c in counts.values() if c < 2_945) / total)
+
+
+def test_a_counts_file_for_another_vocabulary_is_refused(counts):
+    vocab = {"hello": 0, "wörld": 1}
+    with pytest.raises(SreError, match="another vocabulary"):
+        frequency_labels(counts, vocab, 0.5)
+
+
+def test_gradient_reversal_is_the_identity_forward_and_negates_the_gradient():
+    x = torch.randn(3, 4, requires_grad=True)
+    y = GradientReversal.apply(x)
+    assert torch.equal(y, x)
+    w = torch.randn(3, 4)
+    (y * w).sum().backward()
+    assert torch.equal(x.grad, -w)
+
+
+def test_shuffle_permutes_the_positions_of_the_real_tokens_only():
+    torch.manual_seed(1)
+    mask = torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]])
+    positions, keep = view_inputs(mask, hidden=8, kind="shuffle", rate=0.0)
+    assert keep is None
+    assert sorted(positions[0, :4].tolist()) == [0, 1, 2, 3] and positions[0, 4:].tolist() == [4, 5]
+    assert sorted(positions[1].tolist()) == list(range(6))
+
+
+def test_cutoffs_zero_what_they_should():
+    torch.manual_seed(2)
+    mask = torch.tensor([[1] * 10 + [0] * 2])
+    _, keep = view_inputs(mask, hidden=20, kind="token_cutoff", rate=0.2)
+    rows_off = (keep[0] == 0).all(1)
+    assert int(rows_off.sum()) == 2 and not rows_off[10:].any()          # int(10 * 0.2) whole rows among the first 10
+    assert ((keep[0] == 0).any(1) == rows_off).all()                     # nothing else zeroed
+    _, keep = view_inputs(mask, hidden=20, kind="feature_cutoff", rate=0.2)
+    cols_off = (keep[0] == 0).all(0)
+    assert int(cols_off.sum()) == 4 and ((keep[0] == 0).any(0) == cols_off).all()  # int(20 * 0.2) columns, every position
+    _, keep = view_inputs(mask, hidden=20, kind="dropout", rate=0.1)
+    assert int((keep[0] == 0).sum()) == 20 and (keep[0, 10:] == 1).all()  # int(10 * 20 * 0.1) elements, first 10 rows
+
+
+def test_the_shuffled_view_moves_positions_not_tokens(data_dir):
+    from sre_repro.views import augmented_forward
+
+    method = build(data_dir=data_dir).eval()
+    batch = method.encoder.tokenize(SENTENCES)
+    ids, mask = batch["input_ids"], batch["attention_mask"]
+    torch.manual_seed(3)
+    positions, _ = view_inputs(mask, method.encoder.hidden_size, "shuffle", 0.0)
+    torch.manual_seed(3)
+    hidden = augmented_forward(method.encoder.model, mask, [(ids, "shuffle", 0.0)], method.encoder.hidden_size)
+    # the same ids at the same places, read with the permuted position ids: so token labels stay aligned
+    direct = method.encoder.model(input_ids=ids, attention_mask=mask, position_ids=positions).last_hidden_state
+    assert torch.allclose(hidden[-1], direct, atol=1e-5)
+    plain = method.encoder.model(input_ids=ids, attention_mask=mask).last_hidden_state
+    assert not torch.allclose(hidden[-1], plain, atol=1e-3)
+
+
+def test_nt_xent_against_a_direct_computation_on_3x3():
+    torch.manual_seed(4)
+    z1, z2, tau = torch.randn(3, 5), torch.randn(3, 5), 0.1
+    a, b = F.normalize(z1, dim=-1), F.normalize(z2, dim=-1)
+    total = 0.0
+    for x, y in ((a, b), (b, a)):
+        for i in range(3):
+            positive = math.exp(float(x[i] @ y[i]) / tau)
+            denominator = sum(math.exp(float(x[i] @ y[j]) / tau) for j in range(3)) + \
+                sum(math.exp(float(x[i] @ x[j]) / tau) for j in range(3) if j != i)
+            total += -math.log(positive / denominator) / 3
+    assert math.isclose(float(nt_xent(z1, z2, tau)), total, rel_tol=1e-5)
+
+
+def test_each_masking_rule_masks_what_it_says_and_never_special_tokens():
+    labels = torch.tensor([1, 1, 1, 0, 0, 1, 1])        # ids 0 [PAD], 1 [CLS], 2 [SEP]: special, LOW; 3, 4 HIGH; 5, 6 LOW
+    special = torch.tensor([True, True, True, False, False, False, False])
+    ids = torch.tensor([[1, 3, 5, 4, 6, 2, 0]])
+    mask = torch.tensor([[1, 1, 1, 1, 1, 1, 0]])
+    masked = isf_mask(ids, mask, labels, special, "low", 1.0, mask_id=99)
+    assert masked.tolist() == [[1, 3, 99, 4, 99, 2, 0]]  # every low word, no special or padding
+    masked = isf_mask(ids, mask, labels, special, "high", 1.0, mask_id=99)
+    assert masked.tolist() == [[1, 99, 5, 99, 6, 2, 0]]
+    assert torch.equal(isf_mask(ids, mask, labels, special, "high", 0.0, mask_id=99), ids)
+    torch.manual_seed(5)
+    many = ids.repeat(4000, 1)
+    share = (isf_mask(many, mask.repeat(4000, 1), labels, special, "low", 0.2, mask_id=99) == 99).float().sum() / (2 * 4000)
+    assert abs(float(share) - 0.2) < 0.02  # each low word with probability epsilon
+
+
+def test_warmup_switches_on_at_the_stated_step():
+    cfg = {"aux_warmup_steps": -1, "warmup_epochs": 0.5, "warmup_rule": "once"}
+    assert [warmup_done(s, cfg, 10) for s in (0, 4, 5, 15)] == [False, False, True, True]
+    every = {**cfg, "warmup_rule": "every_epoch"}  # the code: off in the first half of EVERY epoch
+    assert [warmup_done(s, every, 10) for s in (4, 5, 10, 14, 15)] == [False, True, False, False, True]
+    one = {**cfg, "warmup_epochs": 1.0, "warmup_rule": "every_epoch"}
+    assert [warmup_done(s, one, 10) for s in (9, 10, 11)] == [False, True, True]
+    steps = {**cfg, "aux_warmup_steps": 7}
+    assert [warmup_done(s, steps, 10) for s in (6, 7)] == [False, True]
+
+
+def test_at_loss_averages_per_sentence_then_over_sentences():
+    logits = torch.tensor([[[2.0, 0.0], [0.0, 2.0], [0.0, 0.0]], [[1.0, 0.0], [0.0, 0.0], [0.0, 0.0]]])
+    targets = torch.tensor([[0, 0, 1], [1, 0, 0]])
+    positions = torch.tensor([[True, True, False], [True, False, False]])
+    ce = lambda row, t: -F.log_softmax(row, -1)[t]
+    sentence0 = (ce(logits[0, 0], 0) + ce(logits[0, 1], 0)) / 2
+    sentence1 = ce(logits[1, 0], 1)
+    loss, accuracy = at_loss(logits, targets, positions, per_sentence=True)
+    assert math.isclose(float(loss), float(sentence0 + sentence1) / 2, rel_tol=1e-6)
+    assert math.isclose(float(accuracy), (0.5 + 0.0) / 2)
+    loss, _ = at_loss(logits, targets, positions, per_sentence=False)
+    assert math.isclose(float(loss), float(ce(logits[0, 0], 0) + ce(logits[0, 1], 0) + sentence1) / 3, rel_tol=1e-6)
+
+
+def test_the_simcse_backbone_takes_simcses_presets():
+    cfg = resolve(overrides={"method": "slt_fai", "scale": "cpu", "backbone": "simcse"})
+    simcse = resolve(overrides={"method": "simcse", "scale": "cpu"})
+    for key in ("train_data", "max_len", "weight_decay", "adam_eps", "warmup_ratio", "lr", "max_steps", "batch_size", "pooler"):
+        assert cfg[key] == simcse[key], key
+    assert cfg["aux_warmup_steps"] == 10
+    consert = resolve(overrides={"method": "slt_fai", "scale": "cpu"})
+    assert (consert["train_data"], consert["max_len"], consert["aux_warmup_steps"]) == ("sts_unlabeled", 64, 5)
+    assert resolve(overrides={"method": "slt_fai", "scale": "paper", "backbone": "simcse"})["batch_size"] == 32
+
+
+def test_without_at_and_isf_slt_fai_is_consert(data_dir):
+    consert = build(ConSERT, data_dir).train()
+    slt = build(SLTFAI, data_dir, alpha=0.0, beta=0.0).train()
+    batch = consert.collate(SENTENCES)
+    torch.manual_seed(6)
+    expected = consert.loss(batch)["loss"]
+    torch.manual_seed(6)
+    got = slt.loss(batch)
+    assert torch.allclose(got["loss"], expected, atol=1e-6)
+    assert math.isclose(float(expected), 0.15 * float(got["loss_cl"]), rel_tol=1e-6)
+    # ConSERT trains without dropout
+    assert all(m.p == 0 for m in consert.encoder.model.modules() if isinstance(m, torch.nn.Dropout))
+
+
+def test_the_discriminators_train_only_after_the_warmup(data_dir):
+    method = build(data_dir=data_dir, aux_warmup_steps=1).train()
+    batch = method.collate(SENTENCES)
+    terms = method.loss(batch)  # step 0: warm-up; the terms are recorded but not optimised
+    assert float(terms["aux_on"]) == 0.0 and not terms["loss_at"].requires_grad and not terms["loss_isf"].requires_grad
+    assert math.isclose(float(terms["loss"]), 0.15 * float(terms["loss_cl"]), rel_tol=1e-6)
+    terms["loss"].backward()
+    assert all(p.grad is None for d in (method.similarity_discriminator, method.information_discriminator) for p in d.parameters())
+    terms = method.loss(batch)  # step 1: on
+    assert float(terms["aux_on"]) == 1.0
+    assert math.isclose(float(terms["loss"]), float(0.15 * terms["loss_cl"] + terms["loss_at"] + terms["loss_isf"]), rel_tol=1e-5)
+    terms["loss"].backward()
+    for d in (method.similarity_discriminator, method.information_discriminator):
+        assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in d.parameters())
+
+
+def test_reversal_flips_the_encoder_gradient_exactly(data_dir):
+    method = build(data_dir=data_dir, aux_warmup_steps=0, beta=0.0).train()
+    batch = method.collate(SENTENCES)
+    states = method.encoder.model(**{k: v for k, v in batch.items() if k != "token_type_ids"}).last_hidden_state
+    targets = method.labels[batch["input_ids"]]
+    positions = batch["attention_mask"].bool()
+    grads = []
+    for through in (GradientReversal.apply, lambda x: x):
+        loss, _ = at_loss(method.similarity_discriminator(through(states)), targets, positions, True)
+        grads.append(torch.autograd.grad(loss, states, retain_graph=True)[0])
+    assert torch.allclose(grads[0], -grads[1])
+
+
+def test_isf_changes_the_sentences_its_rule_can_change(data_dir):
+    for rule in ("low", "high"):
+        method = build(data_dir=data_dir, isf_mask=rule, isf_rate=1.0).train()
+        batch = method.collate(SENTENCES)
+        ids, mask = batch["input_ids"], batch["attention_mask"]
+        words = mask.bool() & ~method.special[ids]
+        expected = (words & (method.labels[ids] == (1 if rule == "low" else 0))).any(1).float().mean()
+        assert math.isclose(float(method.loss(batch)["isf_changed"]), float(expected))
+        if rule == "low":
+            assert float(expected) < 1.0  # some sentences hold no low-frequency word: their copy is the original
+    assert resolve(overrides={"method": "slt_fai"})["isf_mask"] == "high"  # the book's (the code's) rule
+
+
+def test_probe_accuracy_is_chance_on_one_distribution_and_high_on_two():
+    rng = np.random.default_rng(0)
+    same = _probe_accuracy(rng.normal(size=(400, 8)), rng.normal(size=(400, 8)), np.random.default_rng(1))
+    apart = _probe_accuracy(rng.normal(size=(400, 8)) + 3, rng.normal(size=(400, 8)), np.random.default_rng(1))
+    assert 0.4 < same < 0.6 and apart > 0.95
+
+
+def test_the_grouped_probe_cannot_win_by_recognising_wordpieces():
+    # 40 wordpieces per label, each with its own random centre and no frequency direction: a probe whose test
+    # folds share wordpieces with training separates them; grouped by wordpiece it is at chance
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(80, 128)) * 3
+    ids = np.repeat(np.arange(80), 10)
+    x = centres[ids] + rng.normal(size=(800, 128)) * 0.1
+    high, low = x[ids < 40], x[ids >= 40]
+    shared = _probe_accuracy(high, low, np.random.default_rng(1))
+    grouped = _probe_accuracy(high, low, np.random.default_rng(1), ids[ids < 40], ids[ids >= 40])
+    assert shared > 0.9 and grouped < 0.75
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"low_rate": 1.0}, "low_rate"), ({"low_rate": 0.0}, "low_rate"), ({"isf_mask": "middle"}, "isf_mask"),
+    ({"backbone": "bert"}, "backbone"), ({"discriminator": "big"}, "discriminator"), ({"at_positions": "some"}, "at_positions"),
+    ({"warmup_rule": "never"}, "warmup_rule"), ({"view1": "rotate"}, "view1"), ({"alpha": -1.0}, "alpha")])
+def test_bad_input_names_the_key(overrides, message):
+    with pytest.raises(SreError, match=message):
+        resolve(overrides={"method": "slt_fai", "scale": "smoke", **overrides})
+
+
+def test_an_interrupted_run_resumes_to_the_same_numbers(data_dir, tmp_path):
+    cfg = {"method": "slt_fai", "scale": "smoke", "aux_warmup_steps": 2}
+    whole = train(cfg, data_dir=data_dir, results_root=tmp_path / "a", work_root=tmp_path / "wa")
+    with pytest.raises(Interrupted):
+        train({**cfg, "checkpoint_steps": 1}, data_dir=data_dir, results_root=tmp_path / "b", work_root=tmp_path / "wb",
+              interrupt_at_step=4)
+    resumed = train({**cfg, "checkpoint_steps": 1}, data_dir=data_dir, results_root=tmp_path / "b", work_root=tmp_path / "wb")
+    assert resumed["metrics"]["sts"] == whole["metrics"]["sts"]
+    assert [p["loss_at"] for p in resumed["dev_curve"]] == [p["loss_at"] for p in whole["dev_curve"]]
