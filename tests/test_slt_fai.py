@@ -13,7 +13,7 @@ from sre_repro.data.corpora import bookcorpus_token_counts
 from sre_repro.errors import SreError
 from sre_repro.evaluate.frequency import _probe_accuracy, frequency_labels, label_statistics, low_threshold
 from sre_repro.methods.consert import ConSERT
-from sre_repro.methods.slt_fai import SLTFAI, GradientReversal, at_loss, isf_mask, warmup_done
+from sre_repro.methods.slt_fai import SLTFAI, GradientReversal, at_loss, isf_mask, majority_share, warmup_done
 from sre_repro.train import Interrupted, train
 from sre_repro.views import nt_xent, view_inputs
 
@@ -160,6 +160,7 @@ def test_at_loss_averages_per_sentence_then_over_sentences():
     loss, accuracy = at_loss(logits, targets, positions, per_sentence=True)
     assert math.isclose(float(loss), float(sentence0 + sentence1) / 2, rel_tol=1e-6)
     assert math.isclose(float(accuracy), (0.5 + 0.0) / 2)
+    assert math.isclose(float(majority_share(targets, positions)), 2 / 3)  # 2 of the 3 chosen positions are label 0
     loss, _ = at_loss(logits, targets, positions, per_sentence=False)
     assert math.isclose(float(loss), float(ce(logits[0, 0], 0) + ce(logits[0, 1], 0) + sentence1) / 3, rel_tol=1e-6)
 

@@ -131,6 +131,13 @@ def at_loss(logits: torch.Tensor, targets: torch.Tensor, positions: torch.Tensor
     return (ce * w).sum() / w.sum(), (right * w).sum() / w.sum()
 
 
+def majority_share(targets: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """The accuracy of always answering the commoner label over the chosen positions: the bar a discriminator's
+    accuracy must clear to show that it separates anything."""
+    low = (targets.float() * positions).sum() / positions.float().sum()
+    return torch.maximum(low, 1 - low)
+
+
 class SLTFAI(Method):
     Params = Params
     SCALE_PRESETS = {"smoke": dict(train_data="sts_unlabeled", eval_pooler="avg", analysis_sentences=60, aux_warmup_steps=2),
@@ -208,7 +215,7 @@ class SLTFAI(Method):
 
     def term_weights(self):
         return {"loss_cl": self.cl_rate, "loss_at": self.cfg["alpha"], "loss_isf": self.cfg["beta"],
-                "at_accuracy": 0.0, "isf_accuracy": 0.0, "isf_changed": 0.0, "aux_on": 0.0}
+                "at_accuracy": 0.0, "at_majority": 0.0, "isf_accuracy": 0.0, "isf_changed": 0.0, "aux_on": 0.0}
 
     @classmethod
     def validate(cls, cfg):
@@ -283,6 +290,7 @@ class SLTFAI(Method):
                 else:
                     positions = torch.ones_like(targets, dtype=torch.bool)
                 terms["loss_at"], terms["at_accuracy"] = at_loss(logits, targets, positions, self.cfg["at_positions"] == "tokens")
+                terms["at_majority"] = majority_share(targets, positions)
                 if aux_on:
                     loss = loss + self.cfg["alpha"] * terms["loss_at"]
             if masked is not None:
