@@ -200,12 +200,69 @@ def forest(effects):
 
 
 def attention_map(frames: dict):
-    """PT-BERT's pseudo-token attention: per panel (name -> chapters.pt_bert.attention_rows), which token states
-    (columns) each pseudo token (rows) reads, step 1's weights averaged over heads."""
+    """Attention maps side by side (name -> a frame of weights, rows attend to columns): PT-BERT's pseudo tokens
+    (chapters.pt_bert.attention_rows), SLT-FAI's Figure 7 (chapters.slt_fai.figure7_frames)."""
     fig, axes = plt.subplots(1, len(frames), figsize=(5.2 * len(frames), 4.2), squeeze=False)
     for ax, (name, frame) in zip(axes[0], frames.items()):
         sns.heatmap(frame, ax=ax, cmap="Blues", vmin=0, cbar=ax is axes[0][-1], xticklabels=True, yticklabels=True)
         ax.set_title(name, fontsize=9)
         ax.tick_params(labelsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def frequency_ranks(counts: dict, thresholds: dict):
+    """SLT-FAI's Figure 3 regenerated from the counts: each wordpiece's BookCorpus count against its rank (log-log),
+    with the count threshold of each lambda (rate -> threshold) marked."""
+    import numpy as np
+
+    values = np.sort(np.asarray([c for c in counts.values() if c > 0]))[::-1]
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    ax.loglog(np.arange(1, len(values) + 1), values, color=sns.color_palette("colorblind")[0])
+    palette = sns.color_palette("colorblind", len(thresholds) + 1)[1:]
+    for color, (rate, threshold) in zip(palette, thresholds.items()):
+        ax.axhline(threshold, color=color, lw=0.9, ls="--", label=f"λ = {rate:g}: LOW below {threshold:,}")
+    ax.set_xlabel("rank of the wordpiece (non-zero counts)")
+    ax.set_ylabel("count in BookCorpus")
+    ax.legend(frameon=False, fontsize=8)
+    sns.despine(fig)
+    fig.tight_layout()
+    return fig
+
+
+def lambda_curve(frame):
+    """SLT-FAI's Figure 4: average STS, STS-B test and STS-B dev (columns of `frame`) against lambda (its index)."""
+    fig, ax = plt.subplots(figsize=(6.0, 3.6))
+    for color, column in zip(sns.color_palette("colorblind"), frame.columns):
+        ax.plot(frame.index, frame[column], marker="o", color=color, label=column)
+    ax.set_xlabel("λ: share of non-zero-count wordpiece types labelled LOW")
+    ax.set_ylabel("Spearman x 100")
+    ax.legend(frameon=False, fontsize=8)
+    sns.despine(fig)
+    fig.tight_layout()
+    return fig
+
+
+def embedding_maps(maps: dict, what: str = "tokens"):
+    """SLT-FAI's Figures 5 (tokens, coloured by frequency label) and 6 (sentences, coloured by whether they hold
+    a LOW word): per model (name -> the `maps` of evaluate.frequency.frequency_analysis) a row of two panels,
+    the uncentred truncated SVD and t-SNE."""
+    import numpy as np
+
+    fig, axes = plt.subplots(2, len(maps), figsize=(3.2 * len(maps), 6.2), squeeze=False)
+    palette = dict(zip(["high", "low", "special", "holds a LOW word", "no LOW word"], sns.color_palette("colorblind")))
+    for column, (name, entry) in enumerate(maps.items()):
+        points = entry[what]
+        labels = points["labels"] if what == "tokens" else ["holds a LOW word" if x else "no LOW word" for x in points["has_low"]]
+        for row, projection in enumerate(("svd", "tsne")):
+            ax = axes[row][column]
+            xy = np.asarray(points[projection])
+            for label in dict.fromkeys(labels):
+                pick = [i for i, x in enumerate(labels) if x == label]
+                ax.scatter(xy[pick, 0], xy[pick, 1], s=3, alpha=0.6, color=palette[label], label=label)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_title(f"{name}\n{'truncated SVD' if projection == 'svd' else 't-SNE'}", fontsize=8)
+    axes[0][0].legend(frameon=False, fontsize=7, markerscale=3)
     fig.tight_layout()
     return fig

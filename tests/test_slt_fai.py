@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from sre_repro.config import resolve
 from sre_repro.data.corpora import bookcorpus_token_counts
 from sre_repro.errors import SreError
-from sre_repro.evaluate.frequency import _probe_accuracy, frequency_labels, label_statistics, low_threshold
+from sre_repro.evaluate.frequency import _probe_accuracy, _separation, frequency_labels, label_statistics, low_threshold
 from sre_repro.methods.consert import ConSERT
 from sre_repro.methods.slt_fai import SLTFAI, GradientReversal, at_loss, isf_mask, majority_share, warmup_done
 from sre_repro.train import Interrupted, train
@@ -270,3 +270,10 @@ def test_an_interrupted_run_resumes_to_the_same_numbers(data_dir, tmp_path):
     resumed = train({**cfg, "checkpoint_steps": 1}, data_dir=data_dir, results_root=tmp_path / "b", work_root=tmp_path / "wb")
     assert resumed["metrics"]["sts"] == whole["metrics"]["sts"]
     assert [p["loss_at"] for p in resumed["dev_curve"]] == [p["loss_at"] for p in whole["dev_curve"]]
+
+
+def test_centroid_separation_against_a_hand_computation():
+    a = np.array([[0.0, 0.0], [2.0, 0.0]])   # mean (1, 0); distances to it 1, 1
+    b = np.array([[1.0, 3.0], [1.0, 5.0]])   # mean (1, 4); distances 1, 1
+    assert math.isclose(_separation(a, b), 4.0)  # |(1,0) - (1,4)| / sqrt(mean of 1, 1, 1, 1)
+    assert math.isclose(_separation(a * 10, b * 10), 4.0)  # scale-free

@@ -8,9 +8,10 @@ are LOW.
 `frequency_analysis` encodes a seeded sample of the unlabelled STS corpus (the paper draws 10,000 sentences
 "randomly"; the official testGRL.py takes the first 10,000) with a model as it is, and returns:
   tokens     the last layer's word tokens, high vs low (special tokens apart): anisotropy (mean pairwise
-             cosine) overall (about 93 % of the word tokens are high) and per label; the cosine between the two
-             label centroids after removing the mean of all tokens (uncentred, the common direction of an
-             anisotropic space would push it towards 1); each label's spread (mean cosine distance to its own
+             cosine) overall (about 93 % of the word tokens are high) and per label; the separation of the two
+             label centroids (their distance over the root-mean-square distance of the tokens to their own
+             label's centroid: scale-free, and not pushed up by the common direction of an anisotropic space as
+             the centroids' cosine is); each label's spread (mean cosine distance to its own
              centroid); and a balanced logistic probe's accuracy at predicting the label, 5-fold with the folds
              grouped by wordpiece (a probe tested on wordpieces it never saw cannot succeed by recognising them):
              a space without a frequency direction gives a probe near 0.5
@@ -101,8 +102,10 @@ def _mean_pairwise_cosine(x: np.ndarray, rng: np.random.Generator) -> float:
     return float((sims.sum() - np.trace(sims)) / (len(x) * (len(x) - 1)))
 
 
-def _cos(a: np.ndarray, b: np.ndarray) -> float:
-    return float(a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-12))
+def _separation(a: np.ndarray, b: np.ndarray) -> float:
+    """||mean(a) - mean(b)|| over the root-mean-square distance of the points to their own group's mean."""
+    within = np.concatenate([a - a.mean(0), b - b.mean(0)])
+    return float(np.linalg.norm(a.mean(0) - b.mean(0)) / max(np.sqrt((within ** 2).sum(1).mean()), 1e-12))
 
 
 def _spread(x: np.ndarray) -> float:
@@ -194,7 +197,6 @@ def frequency_analysis(encoder, n_sentences: int, data_dir=None, batch_size: int
     rng = np.random.default_rng(0)
     high, low, spec = (np.concatenate(states[k]) if states[k] else np.zeros((0, encoder.hidden_size))
                        for k in ("high", "low", "special"))
-    centre = np.concatenate([high, low]).mean(0)
     sentence_vectors = np.stack(sentence_vectors)
     normed = sentence_vectors / np.linalg.norm(sentence_vectors, axis=1, keepdims=True).clip(1e-12)
     pick = rng.choice(len(normed), min(len(normed), PAIR_SAMPLE), replace=False)
@@ -208,7 +210,7 @@ def frequency_analysis(encoder, n_sentences: int, data_dir=None, batch_size: int
         "n_sentences": len(sentences), "n_tokens": {"high": len(high), "low": len(low), "special": len(spec)},
         "tokens": {"anisotropy": _mean_pairwise_cosine(np.concatenate([high, low]), rng),
                    "anisotropy_high": _mean_pairwise_cosine(high, rng), "anisotropy_low": _mean_pairwise_cosine(low, rng),
-                   "centroid_cosine": _cos(high.mean(0) - centre, low.mean(0) - centre) if len(high) and len(low) else float("nan"),
+                   "centroid_separation": _separation(high, low) if len(high) and len(low) else float("nan"),
                    "spread_high": _spread(high) if len(high) else float("nan"),
                    "spread_low": _spread(low) if len(low) else float("nan"),
                    "probe_accuracy": _probe_accuracy(high, low, rng, token_ids["high"], token_ids["low"])},
