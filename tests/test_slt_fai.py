@@ -277,3 +277,50 @@ def test_centroid_separation_against_a_hand_computation():
     b = np.array([[1.0, 3.0], [1.0, 5.0]])   # mean (1, 4); distances 1, 1
     assert math.isclose(_separation(a, b), 4.0)  # |(1,0) - (1,4)| / sqrt(mean of 1, 1, 1, 1)
     assert math.isclose(_separation(a * 10, b * 10), 4.0)  # scale-free
+
+
+def test_the_chapter_at_paper_scale_on_bert_base_is_a_valid_call():
+    """`papermill notebooks/slt_fai.ipynb out.ipynb -p scale paper -p model_name bert-base-uncased`: every run the
+    chapter would start resolves to a validated config with the paper's recipe."""
+    from sre_repro import book
+    from sre_repro.chapters import slt_fai as chapter
+
+    base = {"scale": "paper", "model_name": "bert-base-uncased"}
+    seeds = book.seeds("paper")
+    n_ablation = chapter.grid("simcse_ablation_seeds", "paper")[0]
+    rows = {**chapter.block("consert", "paper"), **chapter.block("simcse", "paper")}
+    configs = {(name, s): resolve(overrides={"method": method, **base, **o, "seed": s})
+               for name, (method, o) in rows.items() for s in chapter.row_seeds(name, seeds, n_ablation)}
+    configs.update({(name, 42): resolve(overrides={"method": "slt_fai", **base, **o}) for name, o in chapter.VARIANTS.items()})
+    configs.update({(f"lambda {r}", 42): resolve(overrides={"method": "slt_fai", **base, "low_rate": r})
+                    for r in chapter.grid("low_rates", "paper")})
+    assert len(configs) == 8 * 3 + 2 + 5 and {c["model_name"] for c in configs.values()} == {"bert-base-uncased"}
+    consert = configs["ConSERT + SLT-FAI", 42]
+    assert (consert["batch_size"], consert["lr"], consert["epochs"], consert["max_len"], consert["train_data"], consert["temperature"],
+            consert["aux_warmup_steps"], consert["precision"]) == (32, 5e-7, 10, 64, "sts_unlabeled", 0.0, -1, "fp16")
+    assert configs["ConSERT", 42]["lr"] == 5e-7 and configs["ConSERT", 42]["batch_size"] == 32
+    simcse = configs["SimCSE + SLT-FAI", 42]
+    assert (simcse["batch_size"], simcse["lr"], simcse["train_data"], simcse["pooler"], simcse["eval_pooler"]) == \
+        (32, 3e-5, "wiki1m_full", "cls", "cls")
+    assert configs["SimCSE", 42]["batch_size"] == 32  # the paper's SimCSE rerun at batch 32
+    assert chapter.grid("low_rates", "paper") == [0.1, 0.3, 0.5, 0.7, 0.9]
+
+
+def test_paper_gains_and_effects_over_a_backbone():
+    from sre_repro.chapters import slt_fai as chapter
+
+    gains = chapter.paper_gains()
+    assert gains["ConSERT: slt_fai"] == pytest.approx(73.29 - 71.98) and gains["SimCSE: slt_fai"] == pytest.approx(76.18 - 74.60)
+    assert gains["ConSERT: isf"] == pytest.approx(0.49) and gains["SimCSE: at"] == pytest.approx(0.82)
+    record = lambda avg, seed: {"metrics": {"sts": {"avg": avg}}, "seed": seed}  # noqa: E731
+    runs = {"ConSERT": [record(50.0, 42), record(52.0, 43)], "ConSERT + SLT-FAI": [record(53.0, 42), record(53.0, 43)],
+            "ConSERT + SLT-FAI (code reading)": [record(50.5, 42)]}
+    frame = chapter.effects_over_backbone(runs, "consert")
+    assert frame.loc["ConSERT + SLT-FAI", "ours: minus the backbone"] == 2.0
+    assert frame.loc["ConSERT + SLT-FAI", "paper: minus the backbone"] == pytest.approx(1.31)
+    assert frame.loc["ConSERT + SLT-FAI (code reading)", "ours: minus the backbone"] == -0.5
+    assert np.isnan(frame.loc["ConSERT + SLT-FAI (code reading)", "paper: minus the backbone"])
+    assert chapter.row_seeds("SimCSE + SLT-FAI w/o AT", [42, 43, 44], 1) == [42]
+    assert chapter.row_seeds("ConSERT + SLT-FAI w/o AT", [42, 43, 44], 1) == [42, 43, 44]
+    with pytest.raises(SreError, match="unknown backbone"):
+        chapter.block("bert", "cpu")

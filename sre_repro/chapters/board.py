@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 
 from .. import runs
-from ..papers import paser, slt_fai
+from ..papers import paser
 
 # chapter notebook -> the paper whose claims it judges, in the book's order
 CHAPTERS = {"00b_stand_in_plm": "SimCSE (on the stand-in PLM)", "01_simcse": "SimCSE", "sarcse": "SARCSE", "byop": "BYOP",
-            "pt_bert": "PT-BERT"}
+            "pt_bert": "PT-BERT", "slt_fai": "SLT-FAI"}
 SECTION = "verdicts-at-this-scale"  # the anchor of every chapter's "Verdicts at this scale" heading
 NOT_YET_RUN = "not yet run"
 COLUMNS = ["paper", "claim", "paper effect", "ours", "95% interval", "verdict", "scale", "seeds", "chapter"]
@@ -33,12 +33,6 @@ PENDING = {
                     _gain(paser.TABLE1, "PaSeR-BERT-base", "SimCSE-BERT-base")),
                    ("supervised PaSeR beats supervised SimCSE on average STS (Table 2)",
                     _gain(paser.TABLE2, "PaSeR-BERT-base", "SimCSE-BERT-base"))]),
-    "SLT-FAI": (18, [("SLT-FAI improves SimCSE (Table 1)", _gain(slt_fai.TABLE1, "SimCSE + SLT-FAI", "SimCSE")),
-                     ("SLT-FAI improves ConSERT (Table 1)", _gain(slt_fai.TABLE1, "ConSERT + SLT-FAI", "ConSERT")),
-                     ("incomplete-sentence filtering helps: full beats w/o ISF (SimCSE)",
-                      _gain(slt_fai.TABLE1, "SimCSE + SLT-FAI", "SimCSE + SLT-FAI w/o ISF")),
-                     ("adversarial tuning helps: full beats w/o AT (SimCSE)",
-                      _gain(slt_fai.TABLE1, "SimCSE + SLT-FAI", "SimCSE + SLT-FAI w/o AT"))]),
 }
 
 

@@ -13,7 +13,7 @@ from .. import book
 from ..errors import SreError
 
 GRIDS = {
-    "low_rates": {"smoke": [0.5], "cpu": [0.1, 0.3, 0.5, 0.9], "default": [0.1, 0.3, 0.5, 0.7, 0.9]},
+    "low_rates": {"smoke": [0.3, 0.5], "cpu": [0.1, 0.3, 0.5, 0.9], "default": [0.1, 0.3, 0.5, 0.7, 0.9]},
     # how many of the seeds the SimCSE block's ablations use (its +SLT-FAI row always has them all)
     "simcse_ablation_seeds": {"cpu": [1], "default": [3]},
     "figure3_rates": {"default": [0.1, 0.3, 0.5, 0.7, 0.9]},
@@ -85,7 +85,26 @@ def frequency_numbers(groups: dict[str, list[dict]]) -> pd.DataFrame:
                       "sentence anisotropy": np.mean([a["sentences"]["anisotropy"] for a in analyses]),
                       "sentence uniformity": np.mean([a["sentences"]["uniformity"] for a in analyses]),
                       "seeds": ", ".join(str(r.get("seed", "–")) for r in records)}
+        rows[name] = {k: round(float(v), 3) if k != "seeds" else v for k, v in rows[name].items()}
     return pd.DataFrame(rows).T
+
+
+def average_sts(runs: dict[str, list[dict]]) -> dict[str, np.ndarray]:
+    """Row name -> the average STS of each of its runs (in seed order)."""
+    return {name: np.array([r["metrics"]["sts"]["avg"] for r in group]) for name, group in runs.items()}
+
+
+def analysis_values(runs: dict[str, list[dict]]) -> dict[tuple, np.ndarray]:
+    """(row name, section, measure) -> 100 x that frequency-analysis number of each of the row's runs, for every
+    number of the analysis (sections tokens, sentences and attention_received): the verdicts' units."""
+    values = {}
+    for name, group in runs.items():
+        if not all("frequency" in r["metrics"] for r in group):
+            continue
+        for section in ("tokens", "sentences", "attention_received"):
+            for key in group[0]["metrics"]["frequency"][section]:
+                values[name, section, key] = np.array([100 * r["metrics"]["frequency"][section][key] for r in group])
+    return values
 
 
 def attention_numbers(groups: dict[str, list[dict]]) -> pd.DataFrame:
@@ -138,7 +157,7 @@ def discriminator_table(groups: dict[str, list[dict]]) -> pd.DataFrame:
 
 def effects_over_backbone(runs: dict[str, list[dict]], backbone: str) -> pd.DataFrame:
     """Each row of a block minus its backbone (average STS, seed means, each row's seeds), ours beside the
-    paper's (Table 1)."""
+    paper's (Table 1; rows the paper does not have: none)."""
     from ..papers.slt_fai import TABLE1
 
     name = BACKBONE_NAMES[backbone]
@@ -147,9 +166,9 @@ def effects_over_backbone(runs: dict[str, list[dict]], backbone: str) -> pd.Data
     for row, group in runs.items():
         if not row.startswith(f"{name} +"):
             continue
-        paper_row = TABLE1.get(row.replace(" (code reading)", "").replace(" (the paper's ISF rule)", ""))
-        rows[row] = {f"ours: minus {name}": round(float(np.mean([r["metrics"]["sts"]["avg"] for r in group]) - base), 2),
-                     f"paper: minus {name}": round(paper_row[-1] - TABLE1[name][-1], 2) if paper_row and row in TABLE1 else np.nan,
+        rows[row] = {"backbone": name,
+                     "ours: minus the backbone": round(float(np.mean([r["metrics"]["sts"]["avg"] for r in group]) - base), 2),
+                     "paper: minus the backbone": round(TABLE1[row][-1] - TABLE1[name][-1], 2) if row in TABLE1 else np.nan,
                      "our seeds": ", ".join(str(r["seed"]) for r in group)}
     return pd.DataFrame(rows).T
 
