@@ -324,3 +324,21 @@ def test_paper_gains_and_effects_over_a_backbone():
     assert chapter.row_seeds("ConSERT + SLT-FAI w/o AT", [42, 43, 44], 1) == [42, 43, 44]
     with pytest.raises(SreError, match="unknown backbone"):
         chapter.block("bert", "cpu")
+
+
+def test_isf_compares_the_sentence_as_it_is_with_its_copy(data_dir):
+    """isf_original=sentence (Eq. 7): where nothing is masked the discriminator sees two equal vectors, so it
+    cannot beat chance; with the code's view 1 (feature cutoff) the pair differs even then."""
+    sentences = ["the cat sat on the mat.", "he said that it was good."]  # no LOW word at lambda = 0.5
+    for original, identical in (("sentence", True), ("view1", False)):
+        method = build(data_dir=data_dir, isf_mask="low", isf_original=original, alpha=0.0).train()
+        batch = method.collate(sentences)
+        assert not (method.labels[batch["input_ids"]].bool() & ~method.special[batch["input_ids"]]).any()
+        torch.manual_seed(9)
+        terms = method.loss(batch)
+        assert float(terms["isf_changed"]) == 0.0
+        if identical:
+            assert float(terms["isf_accuracy"]) == 0.5
+            assert float(terms["loss_isf"]) >= 2 * math.log(2) - 1e-6  # CE(l, 0) + CE(l, 1) of one logit pair
+    with pytest.raises(SreError, match="isf_original"):
+        resolve(overrides={"method": "slt_fai", "scale": "smoke", "isf_original": "both"})

@@ -10,7 +10,7 @@ top of a contrastive backbone, ConSERT or SimCSE.
           fixed coefficient 1) -> the similarity discriminator -> CE against the labels of the original ids,
           averaged over the two views                                                    (Sec. 3.2, Eq. 4)
   L_ISF   the incomplete copy: some tokens -> [MASK] (attention mask unchanged), encoded without augmentation;
-          the information discriminator (no reversal: the encoder helps it) gets view 1's sentence vector
+          the information discriminator (no reversal: the encoder helps it) gets the sentence's vector
           labelled 0 and the copy's labelled 1, CE(.,0) + CE(.,1) summed              (Sec. 3.3, Eqs. 5-7)
   loss    cl_rate * R + on(step) * (alpha * L_AT + beta * L_ISF); before the warm-up ends the auxiliary terms
           are computed for the record only and neither discriminator trains             (Eq. 2, Sec. 4.1)
@@ -28,6 +28,10 @@ the defaults are the paper's except for ISF's masking rule (shared/notes/officia
                  ratio", read as one Bernoulli draw per token). The book uses the code's rule: the paper's numbers
                  come from it, and the paper's rule leaves most copies equal to the original on the STS corpus
                  (about half of its sentences hold no low-frequency word), where no discriminator can separate them
+  isf_original   sentence: the sentence as it is, h_i of Eq. 7 (on ConSERT one more unaugmented row; on SimCSE
+                 the first dropout view, which is the sentence as SimCSE encodes it) | view1: ConSERT's first
+                 view, feature cutoff (the code's rep_a_view1): the discriminator can then tell the two apart by
+                 the cutoff alone, even where nothing was masked
   warmup_rule    once: off for the first warmup_epochs (the paper) | every_epoch: off in the first
                  (warmup_epochs - int(warmup_epochs)) of every epoch from epoch int(warmup_epochs) (the code)
 The contrastive term is the official NT-Xent (both directions, intra-view negatives, positive in the
@@ -71,6 +75,7 @@ class Params:
     at_positions: str = "tokens"      # tokens (Eq. 4) | all (every position, padding included: the code)
     isf_mask: str = "high"            # high (the code: high-frequency tokens; the book's) | low (the paper: low-frequency words)
     isf_rate: float = 0.0             # 0: the reading's (low: epsilon 0.2, high: 0.5)
+    isf_original: str = "sentence"    # sentence (Eq. 7: the sentence as it is) | view1 (the code: the feature-cutoff view)
     warmup_epochs: float = -1.0       # -1: the backbone's (the paper: ConSERT 0.5, SimCSE 0.1)
     warmup_rule: str = "once"         # once (the paper) | every_epoch (the code)
     aux_warmup_steps: int = -1        # >= 0: the warm-up in steps (overrides warmup_epochs)
@@ -223,6 +228,7 @@ class SLTFAI(Method):
         require_choice(cfg, "discriminator", ["paper", "code"])
         require_choice(cfg, "at_positions", ["tokens", "all"])
         require_choice(cfg, "isf_mask", list(ISF_RATES))
+        require_choice(cfg, "isf_original", ["sentence", "view1"])
         require_choice(cfg, "warmup_rule", ["once", "every_epoch"])
         if not 0 < cfg["low_rate"] < 1:
             raise SreError(f"low_rate (lambda) must lie in (0, 1), got {cfg['low_rate']}: e.g. low_rate=0.5")
@@ -264,9 +270,12 @@ class SLTFAI(Method):
                               self.encoder.tokenizer.mask_token_id, generator)
             if self.training:
                 self.mask_rng.copy_(generator.get_state())
-        # one forward: view 1, view 2 and (ISF) the incomplete copy, unaugmented
+        # one forward: view 1, view 2 and (ISF) the sentence as it is (ConSERT, isf_original=sentence) and the
+        # incomplete copy, both unaugmented
+        plain = masked is not None and self.cfg["backbone"] == "consert" and self.cfg["isf_original"] == "sentence"
         if self.cfg["backbone"] == "consert":
             views = [(ids, self.cfg["view1"], self.cfg["view1_rate"]), (ids, self.cfg["view2"], self.cfg["view2_rate"])]
+            views += [(ids, "none", 0.0)] if plain else []
             views += [(masked, "none", 0.0)] if masked is not None else []
             hidden = augmented_forward(self.encoder.model, mask, views, self.encoder.hidden_size)
         else:
@@ -294,7 +303,8 @@ class SLTFAI(Method):
                 if aux_on:
                     loss = loss + self.cfg["alpha"] * terms["loss_at"]
             if masked is not None:
-                pair = torch.cat([z1, z[2 * rows:]])
+                original = z[2 * rows:3 * rows] if plain else z1
+                pair = torch.cat([original, z[-rows:]])
                 if not aux_on:
                     pair = pair.detach()
                 logits = self.information_discriminator(pair)
