@@ -23,8 +23,9 @@ BACKBONE_NAMES = {"consert": "ConSERT", "simcse": "SimCSE"}
 # the code's ISF rule (high-frequency tokens, p = 0.5). The variants run beside it, ConSERT backbone:
 VARIANTS = {
     # everything as the official code does it (the AT discriminator on every position, padding included; the
-    # code's discriminators with a ReLU on their logits; at paper scale its every-epoch warm-up)
-    "code reading": {"discriminator": "code", "at_positions": "all", "warmup_rule": "every_epoch"},
+    # code's discriminators with a ReLU on their logits; ISF's original = the feature-cutoff view; at paper scale
+    # its every-epoch warm-up)
+    "code reading": {"discriminator": "code", "at_positions": "all", "isf_original": "view1", "warmup_rule": "every_epoch"},
     # ISF as the paper writes it: low-frequency words, epsilon = 0.2
     "the paper's ISF rule": {"isf_mask": "low"},
 }
@@ -127,6 +128,25 @@ def figure7_frames(records: dict[str, dict], head: int | None = None) -> dict[st
         matrix = heads.mean(0) if head is None else heads[head]
         frames[name] = pd.DataFrame(matrix, index=entry["tokens"], columns=entry["tokens"])
     return frames
+
+
+def figure7_heads(record: dict) -> dict[str, pd.DataFrame]:
+    """One model's last-layer attention map of Figure 7's sentence, head by head."""
+    entry = record["metrics"]["frequency"]["figure7"]
+    return {f"head {h}": pd.DataFrame(np.asarray(m), index=entry["tokens"], columns=entry["tokens"])
+            for h, m in enumerate(entry["heads"])}
+
+
+def discriminator_margins(records: list[dict]) -> dict[str, float]:
+    """Mean over runs, at the kept step: the similarity discriminator's accuracy minus the majority share of its
+    positions, and the information discriminator's accuracy (chance 0.5)."""
+    kept = [next(p for p in r["dev_curve"] if p["step"] == r["metrics"]["best_step"]) for r in records]
+    margins = {}
+    if all("at_accuracy" in p for p in kept):
+        margins["at_margin"] = float(np.mean([p["at_accuracy"] - p["at_majority"] for p in kept]))
+    if all("isf_accuracy" in p for p in kept):
+        margins["isf_accuracy"] = float(np.mean([p["isf_accuracy"] for p in kept]))
+    return margins
 
 
 def discriminator_table(groups: dict[str, list[dict]]) -> pd.DataFrame:
