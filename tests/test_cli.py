@@ -53,6 +53,9 @@ def test_data_check_fails_on_an_empty_dir(tmp_path):
     (["eval", "--model", "./no/such/dir"], "model path no/such/dir does not exist"),
     (["eval", "--model", "glove", "--data-dir", "/no/such/data"], "data dir /no/such/data (--data-dir) does not exist"),
     (["download", "--data-dir", "/tmp/x"], "downloads are off"),
+    (["train", "--method", "slt_fai", "--set", "scale=smoke", "--set", "low_rate=1.5"], "low_rate (lambda) must lie in (0, 1)"),
+    (["train", "--method", "slt_fai", "--set", "scale=smoke", "--set", "isf_mask=middle"], "unknown isf_mask 'middle'"),
+    (["train", "--method", "slt_fai", "--set", "scale=smoke", "--set", "backbone=bert"], "unknown backbone 'bert'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message):
     out = cli(*args)
