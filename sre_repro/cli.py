@@ -47,6 +47,9 @@ def cmd_eval(args) -> int:
 
 
 def cmd_train(args) -> int:
+    import torch
+
+    from . import distributed
     from .config import load_yaml, parse_sets
     from .runs import check_named_data_dir
     from .train import train
@@ -56,6 +59,11 @@ def cmd_train(args) -> int:
         overrides["method"] = args.method
     check_named_data_dir(args.data_dir)
     result = train(overrides, data_dir=args.data_dir, force=args.force)
+    if distributed.active():  # under torchrun: rank 0 reports, for all the processes
+        main = distributed.is_main()
+        torch.distributed.destroy_process_group()
+        if not main:
+            return 0
     metrics = result["metrics"]
     selected = next(k for k in metrics if k.endswith("_best"))  # stsb_dev_best, or mlm_accuracy_best for mlm
     print(f"run {result['config_hash']} ({result['config']['method']}, seed {result['seed']}): "

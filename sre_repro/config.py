@@ -45,6 +45,7 @@ class CommonConfig:
     precision: str = "fp32"         # fp32 | bf16 (autocast, CPU or GPU) | fp16 (GPU autocast)
     device: str = "auto"            # auto | cpu | cuda
     seed: int = 42
+    world_size: int = 1             # data-parallel processes (set by torchrun; batch_size is per process)
 
 
 # Scale presets shared by every method; a method may add its own on top.

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from . import runs
+from . import distributed, runs
 from .config import resolve
 from .encoder import autocast, default_device, progress_enabled
 from .errors import SreError
@@ -50,23 +50,34 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
     """Train one run (or serve it from the cache) and return its result record."""
     cfg = resolve(overrides=overrides)
     kind = cfg["method"]
+    device = default_device() if cfg["device"] == "auto" else cfg["device"]
+    if device == "cuda" and not torch.cuda.is_available():
+        raise SreError("device cuda was asked for but no GPU is visible: use --set device=cpu (or auto)")
+    distributed.init_from_env(device)  # under torchrun: join the other processes
+    world, main = distributed.world_size(), distributed.is_main()
+    if cfg["world_size"] not in (1, world):
+        raise SreError(f"world_size {cfg['world_size']} is not this run's {world} processes: torchrun's "
+                       "--nproc_per_node sets it, leave world_size out of the config")
+    cfg["world_size"] = world  # part of the run's identity when > 1: the global batch is world x batch_size
+    if world > 1:
+        get_method(kind).validate(cfg)  # checks against the global batch (PT-BERT's queue)
     cached = runs.lookup(kind, cfg, results_root, force=force, allow_stale=allow_stale)
     if cached is not None:
         return cached
     started = time.time()
-    device = default_device() if cfg["device"] == "auto" else cfg["device"]
-    if device == "cuda" and not torch.cuda.is_available():
-        raise SreError("device cuda was asked for but no GPU is visible: use --set device=cpu (or auto)")
     autocast(cfg["precision"], device)  # fails early on fp16 without a GPU
     seed_everything(cfg["seed"])
     method = get_method(kind).build(cfg, device, data_dir).to(device)
+    if world > 1:  # same initial weights everywhere, its own dropout draws in each process
+        torch.manual_seed(cfg["seed"] * 7919 + distributed.rank())
     examples = method.corpus(data_dir)
     if cfg["max_train_examples"]:
         examples = examples[: cfg["max_train_examples"]]
-    if len(examples) < cfg["batch_size"]:
+    global_batch = cfg["batch_size"] * world
+    if len(examples) < global_batch:
         raise SreError(f"training corpus {cfg['train_data']!r} has {len(examples)} examples, fewer than one batch "
-                       f"of {cfg['batch_size']}: check the data dir or lower batch_size")
-    per_epoch = len(examples) // cfg["batch_size"]  # the last incomplete batch is dropped
+                       f"of {global_batch}: check the data dir or lower batch_size")
+    per_epoch = len(examples) // global_batch  # the last incomplete batch is dropped
     total = cfg["max_steps"] or per_epoch * cfg["epochs"]
     generator = torch.Generator().manual_seed(cfg["seed"])
     orders = [torch.randperm(len(examples), generator=generator) for _ in range(math.ceil(total / per_epoch))]
@@ -75,6 +86,7 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
     groups = parameter_groups(method, cfg)
     optimizer = torch.optim.AdamW(groups, lr=cfg["lr"], eps=cfg["adam_eps"], weight_decay=cfg["weight_decay"])
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, [linear_schedule(g["warmup_ratio"], total) for g in groups])
+    scaler = torch.amp.GradScaler("cuda") if cfg["precision"] == "fp16" else None  # fp16 gradients underflow unscaled
     watched = watched_modules(method)
     start_weights = {name: _flat_weights(module) for name, module in watched.items()}
 
@@ -94,9 +106,20 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
         optimizer.load_state_dict(ckpt["optimizer"])
         schedule.load_state_dict(ckpt["schedule"])
         torch.set_rng_state(ckpt["torch_rng"])
+        if len(ckpt.get("rng_states", [])) == world:  # each process's own draws (and the GPU's)
+            cpu_rng, cuda_rng = ckpt["rng_states"][distributed.rank()]
+            torch.set_rng_state(cpu_rng)
+            if cuda_rng is not None and device == "cuda":
+                torch.cuda.set_rng_state(cuda_rng)
+        if scaler is not None and ckpt.get("scaler"):
+            scaler.load_state_dict(ckpt["scaler"])
         state = ckpt["state"]
         start_weights = ckpt["start_weights"]
     checkpoint_every = cfg["checkpoint_steps"] or cfg["eval_steps"]
+    # data parallel: DDP averages the gradients over the processes (built after a resume loaded the weights)
+    parallel = (torch.nn.parallel.DistributedDataParallel(method, find_unused_parameters=True,
+                                                          device_ids=[torch.cuda.current_device()] if device == "cuda" else None)
+                if world > 1 else None)
 
     def dev_evaluation(step, loss_terms):
         metrics = method.dev_metrics()
@@ -112,48 +135,63 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
 
     method.train()
     bar = tqdm(total=total, initial=state["step"], desc=f"{kind} seed {cfg['seed']}",
-               disable=not progress_enabled(), mininterval=5)
+               disable=not progress_enabled() or not main, mininterval=5)
     tick = time.time()
     while state["step"] < total:
         step = state["step"]
         epoch, offset = divmod(step, per_epoch)
-        idx = orders[epoch][offset * cfg["batch_size"]:(offset + 1) * cfg["batch_size"]]
+        idx = distributed.rank_slice(orders[epoch][offset * global_batch:(offset + 1) * global_batch])
         batch = method.collate([examples[i] for i in idx])
         with autocast(cfg["precision"], device):
-            terms = method.loss(batch)
+            terms = parallel(batch) if parallel else method.loss(batch)
         loss = terms["loss"]
         if not torch.isfinite(loss):
             raise SreError(f"non-finite loss ({float(loss)}) at step {step + 1} of run {work.name}: lower lr, "
                            f"use precision=fp32, or check the data; checkpoints so far are kept in {work}")
-        loss.backward()
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)  # clip the true gradients
+        else:
+            loss.backward()
         if cfg["grad_clip"]:
             torch.nn.utils.clip_grad_norm_(params, cfg["grad_clip"])
-        optimizer.step()
+        if scaler is not None:
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            optimizer.step()
         schedule.step()
         optimizer.zero_grad(set_to_none=True)
         state["step"] = step = step + 1
-        values = {k: float(v.detach()) for k, v in terms.items()}
+        values = distributed.mean_over_processes({k: float(v.detach()) for k, v in terms.items()})
         if step == 1:
             state["first_terms"] = values
         state["interval_terms"] = {k: state["interval_terms"].get(k, 0.0) + v for k, v in values.items()}
         state["interval_steps"] += 1
         if step % cfg["eval_steps"] == 0 or step == total:
             # the loss terms averaged over the steps since the last evaluation (one batch is too noisy to judge by)
-            score = dev_evaluation(step, {k: v / state["interval_steps"] for k, v in state["interval_terms"].items()})
+            if main:  # the other processes wait for rank 0 at the next step's gather
+                score = dev_evaluation(step, {k: v / state["interval_steps"] for k, v in state["interval_terms"].items()})
+                bar.set_postfix(loss=f"{loss.item():.4f}", dev=f"{score:.2f}")
             state["interval_terms"], state["interval_steps"] = {}, 0
-            bar.set_postfix(loss=f"{loss.item():.4f}", dev=f"{score:.2f}")
             method.train()
         bar.update(1)
         if step % checkpoint_every == 0 or step == total:
             state["train_seconds"] += time.time() - tick
             tick = time.time()
-            _save_torch_atomic({"method": method.state_dict(), "optimizer": optimizer.state_dict(),
-                                "schedule": schedule.state_dict(), "torch_rng": torch.get_rng_state(),
-                                "state": state, "origin": origin, "start_weights": start_weights}, last_ckpt)
+            rng_states = distributed.all_rng_states(device)
+            if main:
+                _save_torch_atomic({"method": method.state_dict(), "optimizer": optimizer.state_dict(),
+                                    "schedule": schedule.state_dict(), "torch_rng": torch.get_rng_state(),
+                                    "rng_states": rng_states, "scaler": scaler.state_dict() if scaler else None,
+                                    "state": state, "origin": origin, "start_weights": start_weights}, last_ckpt)
         if interrupt_at_step is not None and step == interrupt_at_step:
             raise Interrupted(f"interrupted at step {step}")
     bar.close()
 
+    if not main:  # rank 0 tests the kept checkpoint and writes the record; the others return that record
+        distributed.barrier()
+        return runs.read(kind, cfg, results_root)
     method.load_state_dict(torch.load(best_ckpt, weights_only=False))
     final = method.finish()
     result = {"metrics": {**final, f"{method.selection_metric}_best": state["best"], "best_step": state["best_step"]},
@@ -162,7 +200,9 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
               "seed": cfg["seed"], "device": device,
               "training": training_summary(state["curve"], state["best_step"], state["first_terms"],
                                            method.term_weights(), list(watched))}
-    return runs.save(kind, cfg, result, results_root)
+    record = runs.save(kind, cfg, result, results_root)
+    distributed.barrier()
+    return record
 
 
 def parameter_groups(method, cfg: dict) -> list[dict]:

@@ -18,6 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .distributed import gather_rows
+
 from .errors import SreError
 from .methods.common import require_choice, require_positive
 
@@ -86,7 +88,9 @@ def augmented_forward(model: nn.Module, attention_mask, views: list[tuple[torch.
 
 def nt_xent(z1: torch.Tensor, z2: torch.Tensor, temperature: float) -> torch.Tensor:
     """ConSERT's loss: L2-normalised views, logits [z1 z2^T, z1 z1^T - 1e9 I] / tau with target i (intra-view
-    negatives included), the same from z2's side, the two cross-entropies SUMMED (ConSERT's loss_a + loss_b)."""
+    negatives included), the same from z2's side, the two cross-entropies SUMMED (ConSERT's loss_a + loss_b).
+    Under data parallelism every process's rows take part (gather_rows; the identity in one process)."""
+    z1, z2 = gather_rows(z1), gather_rows(z2)
     a, b = F.normalize(z1.float(), dim=-1), F.normalize(z2.float(), dim=-1)  # fp32: -1e9 overflows fp16
     eye = torch.eye(len(a), device=a.device, dtype=a.dtype)
     target = torch.arange(len(a), device=a.device)

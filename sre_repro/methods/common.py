@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..data import corpora
+from ..distributed import gather_rows
 from ..errors import SreError
 
 
@@ -61,6 +62,10 @@ class Method(nn.Module):
         """The modules this method adds to the PLM, by name: its own child modules other than the encoder
         (SimCSE's MLP, SARCSE's autoencoder, ...). Override where a child is the PLM itself (mlm)."""
         return {name: module for name, module in self.named_children() if name != "encoder"}
+
+    def forward(self, batch: dict) -> dict[str, torch.Tensor]:
+        """The loss terms (what DistributedDataParallel calls; one process calls `loss` directly)."""
+        return self.loss(batch)
 
     def term_weights(self) -> dict[str, float]:
         """Weight of each named loss term in terms["loss"] (for its share); {}: the loss is a single term."""
@@ -225,10 +230,12 @@ def cosine_matrix(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 def info_nce(z1: torch.Tensor, z2: torch.Tensor, temperature: float, extra_negatives=None) -> torch.Tensor:
     """SimCSE's loss: CE over cos(z1_i, z2_j)/tau with the diagonal as target; one direction, no
-    intra-view negatives. `extra_negatives` (bs x d, e.g. hard negatives) add columns cos(z1_i, n_j)/tau."""
+    intra-view negatives. `extra_negatives` (bs x d, e.g. hard negatives) add columns cos(z1_i, n_j)/tau.
+    Under data parallelism the rows of every process take part (gather_rows; the identity in one process)."""
+    z1, z2 = gather_rows(z1), gather_rows(z2)
     logits = cosine_matrix(z1, z2)
     if extra_negatives is not None:
-        logits = torch.cat([logits, cosine_matrix(z1, extra_negatives)], dim=1)
+        logits = torch.cat([logits, cosine_matrix(z1, gather_rows(extra_negatives))], dim=1)
     return F.cross_entropy(logits / temperature, torch.arange(len(z1), device=z1.device))
 
 
@@ -253,7 +260,9 @@ def margin_info_nce(z1: torch.Tensor, z2: torch.Tensor, temperature: float, pert
                     loss_mode: str, alpha: float = 1.0) -> dict[str, torch.Tensor]:
     """SimCSE's InfoNCE on perturbed cosines. loss_mode "single": the perturbed loss only; "multi-task":
     (plain + alpha * perturbed) / (1 + alpha), IFM's weighting (alpha = 1 is the papers' 1/2 (l + l_IFM)).
-    `margin` may be a callable of the (detached-or-not) cosine matrix, for margins that depend on it."""
+    `margin` may be a callable of the (detached-or-not) cosine matrix, for margins that depend on it.
+    Under data parallelism the rows of every process take part, as in info_nce."""
+    z1, z2 = gather_rows(z1), gather_rows(z2)
     cos = cosine_matrix(z1, z2)
     labels = torch.arange(len(z1), device=z1.device)
     margin = margin(cos) if callable(margin) else margin

@@ -27,6 +27,10 @@ Two readings behind parameters (`shared/notes/official_code.md` Sec. 4):
 Discrete augmentations of the key view (reorder, duplication, deletion; the code's collator) are MoCo's
 baselines of Table 3. The momentum update runs at the start of each `loss` from the second on (the trainer
 has no after-step hook): at step t it applies the online weights after optimiser step t - 1.
+Data parallel (torchrun): every process gathers all processes' queries and keys (with gradients on the
+queries), so the logits and the queue are those of one process with the global batch, and the queues stay
+identical; the momentum update follows online weights that DDP keeps identical. The queue must then hold at
+least one global batch (queue_keys >= world_size * batch_size), or the newest keys push out all older ones.
 """
 from __future__ import annotations
 
@@ -40,6 +44,7 @@ from torch import nn
 
 from ..encoder import MLP, pool
 from ..errors import SreError
+from ..distributed import gather_rows
 from .common import PROBE_PAIRS, Method, cosine_matrix, require_choice, require_positive
 
 AUGMENTATIONS = ["none", "reorder", "duplication", "deletion"]
@@ -193,9 +198,10 @@ class PTBERT(Method):
         require_choice(cfg, "augmentation", AUGMENTATIONS)
         if not 0 <= cfg["momentum"] < 1:
             raise SreError(f"momentum must lie in [0, 1) (the key encoder's share of its old weights), got {cfg['momentum']}")
-        if cfg["queue_keys"] < cfg["batch_size"]:
-            raise SreError(f"queue_keys {cfg['queue_keys']} is smaller than a batch ({cfg['batch_size']}): "
-                           f"set queue_keys to a multiple of batch_size, e.g. {4 * cfg['batch_size']}")
+        batch = cfg["batch_size"] * cfg["world_size"]  # the global batch, whose keys are enqueued at once
+        if cfg["queue_keys"] < batch:
+            raise SreError(f"queue_keys {cfg['queue_keys']} is smaller than a batch ({batch}): "
+                           f"set queue_keys to a multiple of it, e.g. {4 * batch}")
         if not 0 <= cfg["augment_rate"] < 1:
             raise SreError(f"augment_rate must lie in [0, 1), got {cfg['augment_rate']}")
 
@@ -240,8 +246,9 @@ class PTBERT(Method):
             self.momentum_update()
         if self.training:
             self.loss_calls += 1
-        h = self.head(*self.states(self.encoder.model, batch["online"]))
-        k = self.keys(batch["key"])
+        # data parallel: every process's queries and keys, so the queues stay identical across processes
+        h = gather_rows(self.head(*self.states(self.encoder.model, batch["online"])))
+        k = gather_rows(self.keys(batch["key"]))
         queued = self.queue[: int(self.queue_filled)]
         logits = torch.cat([cosine_matrix(h, k), cosine_matrix(h, queued)], dim=1) / self.cfg["temperature"]
         loss = F.cross_entropy(logits, torch.arange(len(h), device=h.device))

@@ -27,6 +27,9 @@ L = InfoNCE + gamma * ListMLE. With `byop=constant|dynamic` the InfoNCE term is 
 - Left out: the community code's Jensen-Shannon self-distillation term, which clamps after the log and so
   computes minus the entropy instead (official_code.md, 3.3); Table 3 names the ListMLE variant.
 A teacher's code is not part of this method's code hash: after changing simcse.py, rerun with force=True.
+Data parallel (torchrun): the InfoNCE term sees every process's rows (common.info_nce), but ListMLE ranks
+each process's own batch against its teachers' scores of that batch, so N processes with batch b are not one
+process with batch N*b for this method: the ranking lists are b long.
 """
 from __future__ import annotations
 
