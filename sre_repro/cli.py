@@ -131,6 +131,14 @@ def cmd_download(args) -> int:
     return 0
 
 
+def cmd_export(args) -> int:
+    from .export import export
+
+    out = export(args.run, args.to, data_dir=args.data_dir)
+    print(f"wrote {out}: load it with SentenceTransformer({str(out)!r}) or AutoModel.from_pretrained")
+    return 0
+
+
 def cmd_bench(args) -> int:
     from .bench import main as bench_main
 
@@ -179,6 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
     dl.add_argument("--data-dir")
     dl.add_argument("--what", default="all", choices=["all", "senteval", "wiki", "nltk", "bookcorpus"])
     dl.set_defaults(func=cmd_download)
+
+    ex = sub.add_parser("export", help="a run's encoder as a Hugging Face + sentence-transformers folder")
+    ex.add_argument("run", help="the run's record (results/<method>/<hash>.json), <method>/<hash>, or <hash>")
+    ex.add_argument("--to", required=True, help="a new folder")
+    ex.add_argument("--data-dir")
+    ex.set_defaults(func=cmd_export)
 
     be = sub.add_parser("bench", help="throughput benchmarks of this machine (writes a JSON for the book)")
     be.add_argument("--out", default="results/benchmark.json")

@@ -1,0 +1,83 @@
+"""A run's kept weights as a folder that both Hugging Face and sentence-transformers load.
+
+The folder's root is a plain HF model (config, weights, tokenizer: `AutoModel.from_pretrained(dir)`), and
+`modules.json` beside them makes it a sentence-transformers model whose pooling is the run's `eval_pooler`:
+  cls, avg             Pooling (cls / mean)
+  cls_mlp              Pooling cls + Dense(tanh) with the MLP trained with it
+  avg_first_last       WeightedLayerPooling over layers 1..L with weights [1, 0, ..., 0, 1], then mean
+  avg_first_last_emb   the same over layers 0..L (the embedding output as "first"; no method trains with it)
+  avg_top2             WeightedLayerPooling over the last two layers, then mean
+(a weighted mean with weights 1 and 1 is (first + last) / 2, which is the book's pooler).
+"""
+import json
+from pathlib import Path
+
+import torch
+
+from . import runs
+from .errors import SreError
+
+NOT_EMBEDDING_KINDS = {"eval", "transfer", "hard_subset", "frequency", "mlm"}
+
+
+def find_record(run: str, results_root=None) -> dict:
+    """A run named by its record file, `method/config_hash`, or a bare config hash."""
+    path = Path(run)
+    if not path.suffix == ".json":
+        root = runs.results_dir(results_root)
+        matches = [root / f"{run}.json"] if "/" in run else sorted(root.glob(f"*/{run}.json"))
+        path = matches[0] if len(matches) == 1 else root / f"{run}.json"
+        if len(matches) > 1:
+            raise SreError(f"run {run!r} names {len(matches)} records: give it as method/{run}")
+    if not path.is_file():
+        raise SreError(f"no run record {path}: give a record file, method/config_hash, or a config hash from "
+                       f"{runs.results_dir(results_root)}")
+    record = json.loads(path.read_text())
+    kind = record.get("kind")
+    if kind in NOT_EMBEDDING_KINDS or "config" not in record:
+        raise SreError(f"{path} is a {kind!r} record, not a trained sentence encoder: export a method's run"
+                       + (" (pretraining already wrote its model to output_dir)" if kind == "mlm" else ""))
+    if record.get("code_hash") != runs.code_hash(kind):
+        raise SreError(f"{path} was made by older {kind} code: rerun it with `sre-repro train` before exporting")
+    return record
+
+
+def export(run: str, to, results_root=None, data_dir=None) -> Path:
+    """Write the run's encoder to `to` (HF + sentence-transformers); returns the folder."""
+    from sentence_transformers import SentenceTransformer, models
+
+    from .trained import trained_method
+
+    record = find_record(run, results_root)
+    cfg = record["config"]
+    method = trained_method(cfg, device="cpu", data_dir=data_dir)
+    encoder, pooler = method.encoder, cfg["eval_pooler"]
+    out = Path(to)
+    if out.exists() and any(out.iterdir()):
+        raise SreError(f"{out} is not empty: export into a new folder")
+    out.mkdir(parents=True, exist_ok=True)
+    encoder.model.save_pretrained(out)
+    encoder.tokenizer.save_pretrained(out)
+
+    layers = encoder.model.config.num_hidden_layers
+    max_len = min(512, getattr(encoder.tokenizer, "model_max_length", 512),
+                  getattr(encoder.model.config, "max_position_embeddings", 512))
+    transformer = models.Transformer(str(out), max_seq_length=max_len,
+                                     config_kwargs={"output_hidden_states": pooler.startswith("avg_")})
+    dim = transformer.get_embedding_dimension()
+    stack = [transformer]
+    if pooler.startswith("avg_"):
+        start = {"avg_first_last": 1, "avg_first_last_emb": 0, "avg_top2": layers - 1}[pooler]
+        weights = [1.0] + [0.0] * (layers - start - 1) + [1.0]
+        stack.append(models.WeightedLayerPooling(dim, num_hidden_layers=layers, layer_start=start,
+                                                 layer_weights=torch.nn.Parameter(torch.tensor(weights))))
+    stack.append(models.Pooling(dim, pooling_mode="cls" if pooler.startswith("cls") else "mean"))
+    if pooler == "cls_mlp":
+        dense = models.Dense(dim, dim, activation_function=torch.nn.Tanh())
+        dense.linear.load_state_dict(encoder.mlp.dense.state_dict())
+        stack.append(dense)
+    model = SentenceTransformer(modules=stack, device="cpu")
+    model.save(str(out), model_name=f"sre-repro-{cfg['method']}")
+    (out / "sre_repro_run.json").write_text(json.dumps(
+        {k: record.get(k) for k in ("kind", "config", "config_hash", "code_hash", "metrics")}, indent=1, default=str))
+    return out
