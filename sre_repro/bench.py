@@ -42,9 +42,11 @@ def gemm(n: int = 2048, repeats: int = 5) -> list[dict]:
     return out
 
 
-def simcse_steps(model: str, precision: str, sentences: list[str], steps: int) -> dict:
-    cfg = resolve(overrides={"model_name": model, "precision": precision, "batch_size": 64, "max_len": 32})
-    encoder = Encoder(model, "cls", device="cpu")
+def simcse_steps(model: str, precision: str, sentences: list[str], steps: int, pooler: str = "cls") -> dict:
+    cfg = resolve(overrides={"model_name": model, "precision": precision, "batch_size": 64, "max_len": 32,
+                             "pooler": pooler, "eval_pooler": "cls" if pooler == "cls" else pooler})
+    torch.manual_seed(0)
+    encoder = Encoder(model, pooler, device="cpu")
     method = get_method("simcse")(cfg, encoder)
     optimizer = torch.optim.AdamW(method.parameters(), lr=3e-5)
     batches = iter(range(10_000))
@@ -60,7 +62,74 @@ def simcse_steps(model: str, precision: str, sentences: list[str], steps: int) -
 
     t = _median_time(step, steps)
     return {"model": model, "precision": precision, "batch": 64, "max_len": 32, "step_s": t,
-            "sentences_per_s": 64 / t, "steps_timed": steps}
+            "sentences_per_s": 64 / t, "steps_timed": steps, "pooler": pooler}
+
+
+def sentence_transformers_steps(model: str, precision: str, sentences: list[str], steps: int) -> dict:
+    """The training peer: sentence-transformers' own trainer on unsupervised SimCSE (each sentence its own
+    positive, MultipleNegativesRankingLoss at scale 20 = temperature 0.05), mean pooling, batch 64, length 32,
+    no gradient clipping (our step has none); the median of `steps` steps after two warm-up steps."""
+    import tempfile
+
+    from datasets import Dataset
+    from sentence_transformers import (SentenceTransformer, SentenceTransformerTrainer,
+                                       SentenceTransformerTrainingArguments, losses, models)
+    from transformers import TrainerCallback
+
+    from .encoder import resolve_model_path
+
+    torch.manual_seed(0)
+    transformer = models.Transformer(str(resolve_model_path(model)), max_seq_length=32)
+    st = SentenceTransformer(modules=[transformer, models.Pooling(transformer.get_embedding_dimension(), "mean")],
+                             device="cpu")
+    times = []
+
+    class StepTimer(TrainerCallback):
+        def on_step_begin(self, *_, **__):
+            times.append(-time.perf_counter())
+
+        def on_step_end(self, *_, **__):
+            times[-1] += time.perf_counter()
+
+    batch, total = 64, steps + 2
+    data = Dataset.from_dict({"anchor": sentences[:batch * total], "positive": sentences[:batch * total]})
+    with tempfile.TemporaryDirectory() as out:
+        args = SentenceTransformerTrainingArguments(
+            output_dir=out, per_device_train_batch_size=batch, max_steps=total, learning_rate=3e-5,
+            max_grad_norm=0.0, bf16=precision == "bf16", use_cpu=True, report_to=[], save_strategy="no",
+            logging_strategy="no", dataloader_drop_last=True, disable_tqdm=True, seed=0)
+        SentenceTransformerTrainer(model=st, args=args, train_dataset=data,
+                                   loss=losses.MultipleNegativesRankingLoss(st, scale=20.0),
+                                   callbacks=[StepTimer()]).train()
+    t = statistics.median(times[2:])
+    return {"model": model, "precision": precision, "batch": batch, "max_len": 32, "step_s": t,
+            "sentences_per_s": batch / t, "steps_timed": len(times) - 2,
+            "trainer": "sentence-transformers SentenceTransformerTrainer + MultipleNegativesRankingLoss"}
+
+
+def has_bf16_units() -> bool:
+    """bf16 matmuls at least half as fast as fp32 (without bf16 units they are tens of times slower)."""
+    a = torch.randn(512, 512)
+    fp32, bf16 = _median_time(lambda: a @ a, 3), _median_time(lambda: a.bfloat16() @ a.bfloat16(), 1)
+    return bf16 < 2 * fp32
+
+
+def training_peer(sentences: list[str], quick: bool = False) -> dict:
+    """Our SimCSE step against sentence-transformers' on the same model (MiniLM, mean pooling), batch, length and
+    precision, in one run; bf16 only where the CPU has bf16 units."""
+    import sentence_transformers
+
+    steps = 3 if quick else 8
+    rows = []
+    for precision in ("fp32", "bf16") if has_bf16_units() else ("fp32",):
+        ours = simcse_steps("minilm", precision, sentences, steps, pooler="avg")
+        peer = sentence_transformers_steps("minilm", precision, sentences, steps)
+        rows.append({"precision": precision, "ours_step_s": ours["step_s"], "peer_step_s": peer["step_s"],
+                     "ours_over_peer": ours["step_s"] / peer["step_s"], "steps_timed": steps})
+        print(rows[-1], flush=True)
+    return {"model": "minilm", "pooler": "mean", "batch": 64, "max_len": 32, "loss": "InfoNCE, temperature 0.05",
+            "peer": f"sentence-transformers {sentence_transformers.__version__}", "bf16_units": len(rows) == 2,
+            "rows": rows}
 
 
 def encoding(model: str, sentences: list[str], precision: str) -> list[dict]:
@@ -106,11 +175,12 @@ def pretraining_steps(layers: int, hidden: int, steps: int, data_dir=None) -> di
 
 def main(out: str = "results/benchmark.json", quick: bool = False, data_dir=None, only: str = "") -> dict:
     torch.manual_seed(0)
-    if only == "pretraining":  # refresh just this section of an existing report
+    if only:  # refresh just this section of an existing report
         report = json.loads(Path(out).read_text())
-        report["pretraining"] = [pretraining_steps(l, h, 2 if quick else 4, data_dir) for l, h in PRETRAIN_SIZES]
+        report[only] = (training_peer(wiki1m(data_dir), quick) if only == "peer" else
+                        [pretraining_steps(l, h, 2 if quick else 4, data_dir) for l, h in PRETRAIN_SIZES])
         write_json_atomic(Path(out), report)
-        print(json.dumps(report["pretraining"]))
+        print(json.dumps(report[only]))
         return report
     train_sents = wiki1m(data_dir)
     sts_sents = unlabeled_sts(data_dir)
@@ -131,6 +201,7 @@ def main(out: str = "results/benchmark.json", quick: bool = False, data_dir=None
     report["sts_eval"].append({"model": "minilm", "precision": "fp32", "tasks": 7, "seconds": statistics.median(times),
                                "repeats": len(times)})
     report["pretraining"] = [pretraining_steps(l, h, 2 if quick else 4, data_dir) for l, h in PRETRAIN_SIZES]
+    report["peer"] = training_peer(train_sents, quick)
     by = {(r["model"], r["precision"]): r["step_s"] for r in report["training"]}
     report["targets"] = {"sts_eval_minilm_s": report["sts_eval"][0]["seconds"],
                          "simcse_step_minilm_fp32_s": by[("minilm", "fp32")],
