@@ -126,6 +126,38 @@ def test_only_rank_0_writes_and_every_process_returns_its_record(two_process_run
     assert len(list((store / "results" / "simcse").glob("*.json"))) == 1
 
 
+def _resumable_worker(rank, world, init_file, overrides, store, interrupt_at_step):
+    from sre_repro.train import Interrupted
+
+    _join(rank, world, init_file)
+    try:
+        try:
+            record = train(overrides, results_root=Path(store) / "results", work_root=Path(store) / "work",
+                           interrupt_at_step=interrupt_at_step)
+        except Interrupted:
+            record = None
+        (Path(store) / f"rank{rank}.json").write_text(json.dumps(record))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_an_interrupted_two_process_run_resumes_to_identical_numbers(tmp_path):
+    """With dropout on, so resuming must restore every rank's own random state, not just rank 0's."""
+    overrides = {"method": "simcse", "scale": "smoke", "batch_size": B, "max_steps": 6, "eval_steps": 3,
+                 "checkpoint_steps": 2}
+    runs_ = {}
+    for name, interrupts in (("straight", [None]), ("resumed", [4, None])):
+        for i, interrupt in enumerate(interrupts):
+            store = tmp_path / name
+            mp.spawn(_resumable_worker, args=(2, tmp_path / f"init-{name}-{i}", overrides, str(store), interrupt),
+                     nprocs=2)
+        runs_[name] = json.loads((store / "rank0.json").read_text())
+    assert json.loads((tmp_path / "resumed" / "rank1.json").read_text()) is not None
+    straight, resumed = runs_["straight"], runs_["resumed"]
+    assert [p["loss"] for p in resumed["dev_curve"]] == [p["loss"] for p in straight["dev_curve"]]
+    assert resumed["metrics"]["sts"] == straight["metrics"]["sts"]
+
+
 def test_torchrun_trains_with_the_documented_command(tmp_path):
     env = {**os.environ, "SRE_REPRO_RESULTS": str(tmp_path / "r"), "SRE_REPRO_WORK": str(tmp_path / "w"),
            "OMP_NUM_THREADS": "1"}
