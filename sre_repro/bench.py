@@ -44,7 +44,7 @@ def gemm(n: int = 2048, repeats: int = 5) -> list[dict]:
 
 def simcse_steps(model: str, precision: str, sentences: list[str], steps: int, pooler: str = "cls") -> dict:
     cfg = resolve(overrides={"model_name": model, "precision": precision, "batch_size": 64, "max_len": 32,
-                             "pooler": pooler, "eval_pooler": "cls" if pooler == "cls" else pooler})
+                             "pooler": pooler, "eval_pooler": pooler})
     torch.manual_seed(0)
     encoder = Encoder(model, pooler, device="cpu")
     method = get_method("simcse")(cfg, encoder)

@@ -17,21 +17,20 @@ import torch
 from . import runs
 from .errors import SreError
 
-NOT_EMBEDDING_KINDS = {"eval", "transfer", "hard_subset", "frequency", "mlm"}
+NOT_EMBEDDING_KINDS = {*runs.EVALUATION_CODE, "mlm"}
 
 
 def find_record(run: str, results_root=None) -> dict:
     """A run named by its record file, `method/config_hash`, or a bare config hash."""
-    path = Path(run)
-    if not path.suffix == ".json":
-        root = runs.results_dir(results_root)
-        matches = [root / f"{run}.json"] if "/" in run else sorted(root.glob(f"*/{run}.json"))
-        path = matches[0] if len(matches) == 1 else root / f"{run}.json"
+    path, root = Path(run), runs.results_dir(results_root)
+    if path.suffix != ".json":
+        matches = [] if "/" in run else sorted(root.glob(f"*/{run}.json"))
         if len(matches) > 1:
             raise SreError(f"run {run!r} names {len(matches)} records: give it as method/{run}")
+        path = matches[0] if matches else root / f"{run}.json"
     if not path.is_file():
         raise SreError(f"no run record {path}: give a record file, method/config_hash, or a config hash from "
-                       f"{runs.results_dir(results_root)}")
+                       f"{root}")
     record = json.loads(path.read_text())
     kind = record.get("kind")
     if kind in NOT_EMBEDDING_KINDS or "config" not in record:

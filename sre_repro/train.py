@@ -86,7 +86,8 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
     groups = parameter_groups(method, cfg)
     optimizer = torch.optim.AdamW(groups, lr=cfg["lr"], eps=cfg["adam_eps"], weight_decay=cfg["weight_decay"])
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, [linear_schedule(g["warmup_ratio"], total) for g in groups])
-    scaler = torch.amp.GradScaler("cuda") if cfg["precision"] == "fp16" else None  # fp16 gradients underflow unscaled
+    # fp16 gradients underflow unscaled; a disabled scaler passes backward and step through unchanged
+    scaler = torch.amp.GradScaler("cuda", enabled=cfg["precision"] == "fp16")
     watched = watched_modules(method)
     start_weights = {name: _flat_weights(module) for name, module in watched.items()}
 
@@ -105,13 +106,12 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
         method.load_state_dict(ckpt["method"])
         optimizer.load_state_dict(ckpt["optimizer"])
         schedule.load_state_dict(ckpt["schedule"])
-        torch.set_rng_state(ckpt["torch_rng"])
-        if len(ckpt.get("rng_states", [])) == world:  # each process's own draws (and the GPU's)
-            cpu_rng, cuda_rng = ckpt["rng_states"][distributed.rank()]
-            torch.set_rng_state(cpu_rng)
-            if cuda_rng is not None and device == "cuda":
-                torch.cuda.set_rng_state(cuda_rng)
-        if scaler is not None and ckpt.get("scaler"):
+        # each process's own draws (and the GPU's); checkpoints before data parallelism kept one CPU state
+        cpu_rng, cuda_rng = ckpt.get("rng_states", [(ckpt.get("torch_rng"), None)])[distributed.rank()]
+        torch.set_rng_state(cpu_rng)
+        if cuda_rng is not None and device == "cuda":
+            torch.cuda.set_rng_state(cuda_rng)
+        if ckpt.get("scaler"):
             scaler.load_state_dict(ckpt["scaler"])
         state = ckpt["state"]
         start_weights = ckpt["start_weights"]
@@ -148,18 +148,12 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
         if not torch.isfinite(loss):
             raise SreError(f"non-finite loss ({float(loss)}) at step {step + 1} of run {work.name}: lower lr, "
                            f"use precision=fp32, or check the data; checkpoints so far are kept in {work}")
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.unscale_(optimizer)  # clip the true gradients
-        else:
-            loss.backward()
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)  # clip the true gradients
         if cfg["grad_clip"]:
             torch.nn.utils.clip_grad_norm_(params, cfg["grad_clip"])
-        if scaler is not None:
-            scaler.step(optimizer)
-            scaler.update()
-        else:
-            optimizer.step()
+        scaler.step(optimizer)
+        scaler.update()
         schedule.step()
         optimizer.zero_grad(set_to_none=True)
         state["step"] = step = step + 1
@@ -182,8 +176,8 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
             rng_states = distributed.all_rng_states(device)
             if main:
                 _save_torch_atomic({"method": method.state_dict(), "optimizer": optimizer.state_dict(),
-                                    "schedule": schedule.state_dict(), "torch_rng": torch.get_rng_state(),
-                                    "rng_states": rng_states, "scaler": scaler.state_dict() if scaler else None,
+                                    "schedule": schedule.state_dict(), "rng_states": rng_states,
+                                    "scaler": scaler.state_dict(),
                                     "state": state, "origin": origin, "start_weights": start_weights}, last_ckpt)
         if interrupt_at_step is not None and step == interrupt_at_step:
             raise Interrupted(f"interrupted at step {step}")
