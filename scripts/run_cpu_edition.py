@@ -1,11 +1,11 @@
 """Compute every run the cpu edition of the book reads (cached: reruns are free). Used by the developers to
 fill results/; `make book` gets the same runs from the cache through the notebooks, which call the same
 `sre_repro.book` and `sre_repro.chapters` functions with the same arguments. Groups: recipe baselines simcse
-simcse_sup sarcse byop pt_bert_recipe pt_bert slt_fai_recipe slt_fai (default: recipe, baselines, simcse, simcse_sup); recipe executes the appendix "The cpu
+simcse_sup sarcse byop pt_bert_recipe pt_bert slt_fai_recipe slt_fai paser_recipe paser (default: recipe, baselines, simcse, simcse_sup); recipe executes the appendix "The cpu
 recipe" (its study decides the cpu presets, so it comes first); sarcse runs in the order of its chapter's tables (Table 1, Table 3, Table 2, then batch 512 with
 every seed); byop executes its chapter at cpu scale (papermill, into work/executed/), which runs what it shows;
-pt_bert_recipe and slt_fai_recipe run a method's head_lr study of the recipe appendix alone, pt_bert its
-chapter's runs in the order of its tables (Table 3's three-seed rows first); slt_fai executes its chapter at
+pt_bert_recipe, slt_fai_recipe and paser_recipe run a method's head_lr study of the recipe appendix alone, pt_bert its
+chapter's runs in the order of its tables (Table 3's three-seed rows first); slt_fai and paser execute their chapters at
 cpu scale (papermill), as byop."""
 import sys
 
@@ -39,13 +39,13 @@ if "sarcse" in which:
     for method, seed_list, overrides in groups:
         for r in book.train_seeds(method, "cpu", seed_list, allow_stale=False, **overrides):
             print(method, overrides, r["seed"], r["metrics"]["sts"]["avg"], r["wall_seconds"], flush=True)
-for chapter in ("byop", "slt_fai"):
+for chapter in ("byop", "slt_fai", "paser"):
     if chapter in which:
         import papermill
 
         papermill.execute_notebook(f"notebooks/{chapter}.ipynb", f"work/executed/{chapter}.ipynb", parameters={"scale": "cpu"},
                                    kernel_name="python3", progress_bar=False, cwd=".")
-for method in ("pt_bert", "slt_fai"):
+for method in ("pt_bert", "slt_fai", "paser"):
     if f"{method}_recipe" in which:
         lr, steps = recipe_chapter.chosen_plm(recipe_chapter.plm_runs("cpu"), recipe_chapter.STEP_BUDGET["cpu"])
         for head_lr, r in recipe_chapter.head_runs(method, "cpu", lr, steps, allow_stale=False).items():

@@ -66,7 +66,7 @@ SCALE_PRESETS = {
 # The learning rate of each method's added modules (Method.added_modules) per scale, where it is not `lr`:
 # at cpu chosen on STS-B dev by the appendix "The cpu recipe" (sre_repro/chapters/recipe.py). Applied after
 # the method's own presets; the other scales keep the paper's single learning rate.
-HEAD_LR_PRESETS = {"cpu": {"sarcse": 1e-3, "pt_bert": 1e-2, "slt_fai": 1e-3}}
+HEAD_LR_PRESETS = {"cpu": {"sarcse": 1e-3, "pt_bert": 1e-2, "slt_fai": 1e-3, "paser": 1e-3}}
 
 
 def _coerce(key: str, value, typ):

@@ -122,6 +122,8 @@ def poolers(cfg: dict) -> tuple[str, str]:
     if cfg.get("method") == "sarcse" and cfg.get("embedding", "z") == "z":
         return "Z (SARCSE's CNN)", "Z (SARCSE's CNN)"
     train_pooler = cfg.get("pooler", cfg.get("eval_pooler"))
+    if cfg.get("method") == "paser":  # PaSeR trains on the raw [CLS] (no MLP), as its code does
+        return ("cls (raw, no MLP)" if train_pooler == "cls" else train_pooler), cfg.get("eval_pooler")
     return ("cls + MLP" if train_pooler == "cls" else train_pooler), cfg.get("eval_pooler")
 
 

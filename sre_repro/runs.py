@@ -34,11 +34,16 @@ TRANSFER_CODE = EVAL_CODE + ["evaluate/transfer.py", "trained.py"]
 HARD_SUBSET_CODE = EVAL_CODE + ["evaluate/hard_subset.py", "trained.py"]
 # SLT-FAI's frequency analyses of a model as it is ("frequency", the untrained PLM's panel of Figs. 5-7)
 FREQUENCY_CODE = EVAL_CODE + ["evaluate/frequency.py"]
+# Semantic retrieval (QQP) of a model as it is or of a run's kept weights ("retrieval"), and the STS scores of
+# a run's kept weights under other poolers ("poolers"; PaSeR's Table 9)
+RETRIEVAL_CODE = EVAL_CODE + ["evaluate/retrieval.py", "trained.py"]
+POOLERS_CODE = EVAL_CODE + ["trained.py"]
 # The kinds of record that evaluate a model rather than train one, and the code each depends on
 EVALUATION_CODE = {"eval": EVAL_CODE, "transfer": TRANSFER_CODE, "hard_subset": HARD_SUBSET_CODE,
-                   "frequency": FREQUENCY_CODE}
+                   "frequency": FREQUENCY_CODE, "retrieval": RETRIEVAL_CODE, "poolers": POOLERS_CODE}
 # Files besides methods/<name>.py that a method's runs depend on (code shared by two methods outside common.py)
-METHOD_EXTRA_CODE = {"consert": ["views.py", "evaluate/frequency.py"], "slt_fai": ["views.py", "evaluate/frequency.py"]}
+METHOD_EXTRA_CODE = {"consert": ["views.py", "evaluate/frequency.py"], "slt_fai": ["views.py", "evaluate/frequency.py"],
+                     "paser": ["masked_lm.py"], "simcse_mlm": ["masked_lm.py"]}
 
 
 def results_dir(path=None) -> Path:

@@ -19,10 +19,9 @@ def test_board_lists_the_rows_a_chapter_wrote_and_marks_the_rest_not_yet_run():
     others = frame[frame["chapter"].isin([c for c in board.CHAPTERS if c != "sarcse"])]
     assert len(others) == len(board.CHAPTERS) - 1 and set(others["verdict"]) == {board.NOT_YET_RUN}
     assert set(board.board("cpu")["verdict"]) == {board.NOT_YET_RUN}
-    # the chapters still to come: their headline claims with the paper's effect (PaSeR: 76.16 - 76.25)
+    # the chapters still to come (none since PaSeR's): their headline claims with the paper's effect
     pending = frame[frame["chapter"].str.startswith("issue")]
-    assert len(pending) == sum(len(claims) for _, claims in board.PENDING.values())
-    assert pending.iloc[0]["paper effect"] == -0.09 and pending.iloc[0]["verdict"] == board.NOT_YET_RUN
+    assert len(pending) == sum(len(claims) for _, claims in board.PENDING.values()) == 0
     assert list(sarcse["verdict"].str[:10]) == ["not shown ", "holds at t"]  # F-test: variances 2.33 vs 0.01
     assert board.summary(frame) == {"claims": len(frame), "holds": 1, "not tested": 0,
                                     "not yet run": len(board.CHAPTERS) - 1 + len(pending)}
@@ -32,7 +31,7 @@ def test_board_html_links_each_chapter_and_escapes_claims():
     report.save_verdicts("byop", "smoke", [report.verdict([1.0, 2.0], "A <& B")])
     page = board.as_html(board.board("smoke"))
     assert '<a href="byop.html#verdicts-at-this-scale">BYOP</a>' in page and "A &lt;&amp; B" in page
-    assert "<td>PaSeR (issue 17)</td>" in page
+    assert '<a href="paser.html#verdicts-at-this-scale">PaSeR</a>' in page
 
 
 def test_effects_parse_our_interval_and_keep_rows_with_an_effect():

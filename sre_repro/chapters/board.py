@@ -12,28 +12,19 @@ import numpy as np
 import pandas as pd
 
 from .. import runs
-from ..papers import paser
 
 # chapter notebook -> the paper whose claims it judges, in the book's order
 CHAPTERS = {"00b_stand_in_plm": "SimCSE (on the stand-in PLM)", "01_simcse": "SimCSE", "sarcse": "SARCSE", "byop": "BYOP",
-            "pt_bert": "PT-BERT", "slt_fai": "SLT-FAI"}
+            "pt_bert": "PT-BERT", "slt_fai": "SLT-FAI", "paser": "PaSeR"}
 SECTION = "verdicts-at-this-scale"  # the anchor of every chapter's "Verdicts at this scale" heading
 NOT_YET_RUN = "not yet run"
 COLUMNS = ["paper", "claim", "paper effect", "ours", "95% interval", "verdict", "scale", "seeds", "chapter"]
 
 
-def _gain(table: dict, method: str, baseline: str) -> float:
-    return round(table[method][-1] - table[baseline][-1], 2)
-
-
 # The headline claims of the chapters not written yet: paper -> (its issue, [(claim, the paper's effect)]).
 # A chapter's entry goes when the chapter comes; from then on its own verdict rows stand in its place.
-PENDING = {
-    "PaSeR": (17, [("PaSeR beats unsupervised SimCSE on average STS (Table 1)",
-                    _gain(paser.TABLE1, "PaSeR-BERT-base", "SimCSE-BERT-base")),
-                   ("supervised PaSeR beats supervised SimCSE on average STS (Table 2)",
-                    _gain(paser.TABLE2, "PaSeR-BERT-base", "SimCSE-BERT-base"))]),
-}
+# (Every chapter is written: PaSeR's, the last, came with issue 17.)
+PENDING: dict[str, tuple[int, list[tuple[str, float]]]] = {}
 
 
 def interval_ends(text) -> tuple[float, float]:

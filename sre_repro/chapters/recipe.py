@@ -20,7 +20,7 @@ GRIDS = {
     "head_lrs": {"smoke": [1e-3, 1e-2], "cpu": [1e-4, 1e-3, 1e-2], "paper": [3e-5]},
 }
 # methods of the book with modules added to the PLM at this scale (SimCSE's MLP exists only with [CLS])
-ADDED_MODULE_METHODS = ["sarcse", "pt_bert", "slt_fai"]
+ADDED_MODULE_METHODS = ["sarcse", "pt_bert", "slt_fai", "paser"]
 
 
 def grid(name: str, scale: str) -> list:

@@ -1,0 +1,374 @@
+"""The PaSeR chapter's plan: Table 1's trained rows (SimCSE and SimCSE + MLM on the same unlabelled STS
+sentences as PaSeR), supervised PaSeR (Table 2), the ablation grids (decoder depth, augmentation, masking, m and
+n), QQP retrieval and the pooler comparison of a run's kept weights (records of their own kinds), the QQP
+neighbours and decoder reconstructions shown, and the paper's effects."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+
+from .. import book
+from ..errors import SreError
+
+# The cpu edition runs the ends of each grid that the claims need; the list parameters run the rest.
+GRIDS = {
+    "decoder_layers": {"smoke": [1], "cpu": [1, 2, 4], "default": [1, 2, 4, 8]},   # besides the preset's 6
+    "augments": {"smoke": ["none"], "cpu": ["none"], "default": ["none", "rs", "rd", "sr+rd", "sr+rs"]},
+    "maskings": {"smoke": ["RAKE top1", "NP+VP"], "cpu": ["RAKE top1", "NP+VP"],
+                 "default": ["NP", "VP", "NP+VP", "RAKE top1", "RAKE top2", "RAKE top3", "RAKE top4"]},
+    "mn": {"smoke": [[1.0, 1.0]], "cpu": [[1.0, 1.0]], "default": [[0.1, 1.0], [1.0, 1.0], [10.0, 1.0], [10.0, 0.1]]},
+    "poolers": {"default": ["cls", "avg", "avg_top2", "avg_first_last"]},
+    # QQP pairs retrieval is scored on (0: the whole test split; smoke: an evenly spaced subset)
+    "qqp_pairs": {"smoke": [1000], "default": [0]},
+}
+# Table 5's rows: name -> PaSeR overrides (RAKE top-5 is the preset; NP/VP use the syntactic stand-in)
+MASKINGS = {"NP": {"phrase_extractor": "syntactic", "syntactic_types": "NP"},
+            "VP": {"phrase_extractor": "syntactic", "syntactic_types": "VP"},
+            "NP+VP": {"phrase_extractor": "syntactic", "syntactic_types": "NP+VP"},
+            **{f"RAKE top{k}": {"mask_top_k": k} for k in range(1, 6)}}
+# How many seeds each part runs at each scale (the first n of the edition's seeds)
+SEED_COUNTS = {"supervised": {"smoke": 1, "cpu": 2, "default": 3}, "simcse_mlm": {"smoke": 1, "cpu": 1, "default": 3}}
+# Supervised runs take supervised SimCSE's recipe (its cpu lr), as the paper's Table 2 compares them
+SUPERVISED = {"train_data": "snli"}
+PAPER_NAME = {"SimCSE": "SimCSE-BERT-base", "SimCSE + MLM": "SimCSE-BERT-base + MLM", "PaSeR": "PaSeR-BERT-base"}
+DECODER_MODULES = ["decoder"]
+# the masked view's decoder loss, the term a claim about PaSeR's objective rests on
+GENERATIVE_TERMS = ["loss_generative"]
+
+
+def grid(name: str, scale: str, chosen=None) -> list:
+    return book.grid(GRIDS, name, scale, chosen)
+
+
+def seed_count(part: str, scale: str, chosen: int = 0) -> int:
+    return chosen or SEED_COUNTS[part].get(scale, SEED_COUNTS[part]["default"])
+
+
+def masking(name: str) -> dict:
+    if name not in MASKINGS:
+        raise SreError(f"unknown masking row {name!r}: choose from {', '.join(MASKINGS)}")
+    return MASKINGS[name]
+
+
+def supervised_overrides(scale: str) -> dict:
+    """Supervised PaSeR's overrides: NLI triplets with supervised SimCSE's recipe at this scale (learning rate,
+    batch, length of training), so that Table 2's two rows differ only in PaSeR's generative term."""
+    from ..config import resolve
+
+    sup = resolve(overrides={"method": "simcse_sup", "scale": scale})
+    return {**SUPERVISED, **{k: sup[k] for k in ("lr", "batch_size", "epochs", "max_steps")}}
+
+
+def unsupervised_rows() -> dict[str, tuple[str, dict]]:
+    """Table 1's trained rows: name -> (method, overrides); all train on the unlabelled STS sentences."""
+    return {"SimCSE": ("simcse", {"train_data": "sts_unlabeled"}),
+            "SimCSE + MLM": ("simcse_mlm", {"train_data": "sts_unlabeled"}), "PaSeR": ("paser", {})}
+
+
+def plan(scale: str, seed_list: list[int], decoder_layers=None, augments=None, maskings=None, mn=None,
+         supervised_seeds: int = 0, mlm_seeds: int = 0) -> dict[str, tuple[str, list[int], dict]]:
+    """Every training run the chapter shows: group name -> (method, seeds, overrides). The grids' rows run
+    with the first seed; the preset's own row is PaSeR's."""
+    n_sup, n_mlm = seed_count("supervised", scale, supervised_seeds), seed_count("simcse_mlm", scale, mlm_seeds)
+    groups = {name: (method, seed_list[:n_mlm] if name == "SimCSE + MLM" else seed_list, overrides)
+              for name, (method, overrides) in unsupervised_rows().items()}
+    groups["SimCSE (supervised)"] = ("simcse_sup", seed_list[:n_sup], {})
+    groups["PaSeR (supervised)"] = ("paser", seed_list[:n_sup], supervised_overrides(scale))
+    first = seed_list[:1]
+    groups.update({f"decoder layers {n}": ("paser", first, {"decoder_layers": int(n)})
+                   for n in grid("decoder_layers", scale, decoder_layers)})
+    groups.update({f"augment {a}": ("paser", first, {"augment": a}) for a in grid("augments", scale, augments)})
+    groups.update({f"masking {name}": ("paser", first, masking(name)) for name in grid("maskings", scale, maskings)})
+    groups.update({f"m = {m:g}, n = {n:g}": ("paser", first, {"m": float(m), "n": float(n)})
+                   for m, n in grid("mn", scale, mn)})
+    return groups
+
+
+def validate_plan(groups: dict, scale: str, **common) -> int:
+    """Resolve the config of every run of the plan (an SreError names a bad one before anything trains);
+    returns how many runs the plan holds."""
+    from ..config import resolve
+
+    extra = {k: v for k, v in common.items() if v not in ("", None)}
+    for method, seeds, overrides in groups.values():
+        for seed in seeds:
+            resolve(overrides={"method": method, "scale": scale, "seed": seed, **overrides, **extra})
+    return sum(len(seeds) for _, seeds, _ in groups.values())
+
+
+def run_plan(groups: dict, scale: str, data_dir=None, force: bool = False, **common) -> dict[str, list[dict]]:
+    """Group name -> its run records (cached runs are read, the others trained)."""
+    return {name: book.train_seeds(method, scale, seeds, data_dir=data_dir, force=force, **overrides, **common)
+            for name, (method, seeds, overrides) in groups.items()}
+
+
+# ----- evaluations of kept weights ------------------------------------------------------------------------------
+
+def _kept_method(run: dict, data_dir=None):
+    from ..trained import trained_method
+
+    return trained_method(run["config"], data_dir=data_dir)
+
+
+def retrieval(source: dict, data_dir=None, map_cutoff="full", force: bool = False, max_pairs: int = 0) -> dict:
+    """QQP retrieval (evaluate/retrieval.py) of a run's kept weights, or of a model as it is
+    (`source` = {"model_name": ..., "pooler": ...}): a cached record of kind "retrieval" with its wall time."""
+    from .. import runs
+    from ..config import resolve
+    from ..encoder import load_encoder
+    from ..evaluate.retrieval import qqp_retrieval
+
+    if "config" in source:
+        cfg = resolve(overrides=source["config"])
+        key = {"run": cfg, "run_code": runs.code_hash(cfg["method"]), "model_name": cfg["model_name"], "map_cutoff": str(map_cutoff)}
+    else:
+        key = {"model_name": source["model_name"], "pooler": source["pooler"], "map_cutoff": str(map_cutoff)}
+    if max_pairs:
+        key["max_pairs"] = max_pairs
+    cached = runs.lookup("retrieval", key, force=force)
+    if cached is not None:
+        return cached
+    started = time.time()
+    if "config" in source:
+        encode = _kept_method(source, data_dir).encode
+    else:
+        encoder = load_encoder(source["model_name"], pooler=source["pooler"])
+        encode = lambda sentences: encoder.encode(sentences, pooler=source["pooler"])  # noqa: E731
+    metrics = qqp_retrieval(encode, data_dir, map_cutoff=map_cutoff, max_pairs=max_pairs)
+    return runs.save("retrieval", key, {"metrics": metrics, "wall_seconds": time.time() - started})
+
+
+def pooler_scores(run: dict, poolers: list[str], data_dir=None, force: bool = False) -> dict:
+    """STS of a run's kept weights under each pooler (Table 9; the run's own pooler is its record): a cached
+    record of kind "poolers" with its wall time."""
+    from .. import runs
+    from ..config import resolve
+    from ..evaluate.model import evaluate_final
+
+    cfg = resolve(overrides=run["config"])
+    key = {"run": cfg, "run_code": runs.code_hash(cfg["method"]), "model_name": cfg["model_name"], "poolers": list(poolers)}
+    cached = runs.lookup("poolers", key, force=force)
+    if cached is not None:
+        return cached
+    started = time.time()
+    method = _kept_method(run, data_dir)
+    scores = {}
+    for pooler in poolers:
+        if pooler == cfg["eval_pooler"]:
+            scores[pooler] = run["metrics"]["sts"]
+            continue
+        encode = lambda s, p=pooler: method.encoder.encode(s, pooler=p, precision=cfg["precision"])  # noqa: E731
+        scores[pooler] = evaluate_final(encode, data_dir, max_pairs=cfg["eval_max_pairs"])["sts"]
+    return runs.save("poolers", key, {"metrics": {"sts": scores}, "wall_seconds": time.time() - started})
+
+
+# ----- tables -----------------------------------------------------------------------------------------------------
+
+def ablation_row(runs: list[dict]) -> list[float]:
+    """[STS12-16 average, STS-B, SICK-R, STS-B dev (kept)] of a group of runs (mean over them)."""
+    years = ["STS12", "STS13", "STS14", "STS15", "STS16"]
+    return [float(np.mean([np.mean([r["metrics"]["sts"][y] for y in years]) for r in runs])),
+            float(np.mean([r["metrics"]["sts"]["STSBenchmark"] for r in runs])),
+            float(np.mean([r["metrics"]["sts"]["SICKRelatedness"] for r in runs])),
+            float(np.mean([r["metrics"]["stsb_dev_best"] for r in runs]))]
+
+
+def ablation_table(groups: dict[str, list[dict]], paper: dict, reference: str) -> pd.DataFrame:
+    """Tables 4, 5 and 8 laid out as the paper does (STS12-16 average, STS-B, SICK-R), ours and STS-B dev beside
+    the paper's; each row's difference to `reference` (the book's PaSeR) in both, which is what compares."""
+    ours = {name: ablation_row(runs) for name, runs in groups.items()}
+    rows = {}
+    for name, row in ours.items():
+        theirs = paper.get(name)
+        rows[name] = {"STS12-16 (ours)": row[0], "STS-B (ours)": row[1], "SICK-R (ours)": row[2], "STS-B dev (ours)": row[3],
+                      "STS12-16 minus PaSeR (ours)": row[0] - ours[reference][0],
+                      "STS12-16 (paper)": theirs[0] if theirs else np.nan,
+                      "STS12-16 minus PaSeR (paper)": theirs[0] - paper[reference_paper_key(paper, reference)][0] if theirs else np.nan,
+                      "seeds": ", ".join(str(r["seed"]) for r in groups[name])}
+    return pd.DataFrame(rows).T.infer_objects().round(2)
+
+
+def reference_paper_key(paper: dict, reference: str) -> str:
+    """The paper's name of the book's PaSeR row in an ablation table (its headline setting)."""
+    for key in (reference, "sr", "RAKE top5", (10.0, 10.0), "cls"):
+        if key in paper:
+            return key
+    raise SreError(f"no PaSeR row in the paper's table for {reference!r}")
+
+
+def retrieval_table(results: dict[str, list[dict]]) -> pd.DataFrame:
+    """Table 3: QQP MAP and MRR@10 per row (mean over its records), the paper's beside where it has the row."""
+    rows = {}
+    for name, records in results.items():
+        rows[name] = {"QQP MAP": float(np.mean([r["metrics"]["map"] for r in records])),
+                      "QQP MRR@10": float(np.mean([r["metrics"]["mrr@10"] for r in records])),
+                      "records": len(records)}
+    return pd.DataFrame(rows).T.round(2)
+
+
+def neighbours(simcse: dict, paser: dict, data_dir=None, count: int = 2) -> list[dict]:
+    """Table 6 by a stated rule (the paper's queries are not in the offline split): the first `count` queries,
+    in the file's order, whose top-1 neighbours under the two models differ; each with both top-3 lists."""
+    from ..evaluate.retrieval import qqp_task
+
+    queries, corpus, relevant = qqp_task("test", data_dir, simcse["metrics"].get("max_pairs", 0))
+    shown = []
+    for i, (a, b) in enumerate(zip(simcse["metrics"]["top"], paser["metrics"]["top"])):
+        if a[0] != b[0]:
+            shown.append({"query": queries[i], "SimCSE": [(corpus[j], j in relevant[i]) for j in a],
+                          "PaSeR": [(corpus[j], j in relevant[i]) for j in b]})
+        if len(shown) == count:
+            break
+    return shown
+
+
+def neighbour_frame(case: dict) -> pd.DataFrame:
+    mark = lambda pair: f"{pair[0]}{' ✓' if pair[1] else ''}"  # noqa: E731  (✓: a labelled duplicate)
+    return pd.DataFrame({"SimCSE": [mark(p) for p in case["SimCSE"]], "PaSeR": [mark(p) for p in case["PaSeR"]]},
+                        index=[f"top {i + 1}" for i in range(len(case["SimCSE"]))])
+
+
+def reconstruction_frame(run: dict) -> pd.DataFrame:
+    from ..papers.paser import TABLE7
+
+    paper = {raw: generated for raw, _, generated in TABLE7}
+    return pd.DataFrame([{"sentence": r["sentence"], "masked (ours)": r["masked"], "phrase": r["phrase"],
+                          "generated (ours)": r["generated"] or "(nothing)", "generated (paper)": paper.get(r["sentence"], "")}
+                         for r in run["metrics"]["reconstructions"]])
+
+
+def reconstruction_table(groups: dict[str, list[dict]]) -> pd.DataFrame:
+    """Did the decoder learn? Per run: the held-out reconstruction (STS-B dev sentences, phrases masked, no
+    augmentation) at the first evaluation and at the kept step (teacher-forced loss and token accuracy), and
+    the training decoder loss first -> kept; the decoder's and the PLM's movement."""
+    rows = {}
+    for name, runs in groups.items():
+        for r in runs:
+            curve = {p["step"]: p for p in r["dev_curve"]}
+            first, kept = r["dev_curve"][0], curve.get(r["metrics"]["best_step"], r["dev_curve"][-1])
+            term = r["training"]["terms"].get("loss_generative", {})
+            rows[f"{name} (seed {r['seed']})"] = {
+                "held-out loss first → kept": f"{first['recon_loss']:.3f} → {kept['recon_loss']:.3f}",
+                "held-out accuracy first → kept (%)": f"{first['recon_accuracy']:.1f} → {kept['recon_accuracy']:.1f}",
+                "train decoder loss first → kept": f"{term.get('first', np.nan):.3f} → {term.get('kept', np.nan):.3f}",
+                "moved: decoder": f"{100 * r['training']['moved']['decoder']:.2f}%",
+                "moved: plm": f"{100 * r['training']['moved']['plm']:.2f}%"}
+    return pd.DataFrame(rows).T
+
+
+def level_statistics(groups: dict[str, list[dict]], gold) -> pd.DataFrame:
+    """Table 10: mean / variance of the STS-B test cosine within each gold level, per group (mean over runs)."""
+    from ..plots import GOLD_GROUPS
+
+    gold = np.asarray(gold)
+    rows = {}
+    for name, runs in groups.items():
+        cells = {}
+        for lo, hi in GOLD_GROUPS:
+            inside = (gold >= lo) & ((gold < hi) if hi < 5 else (gold <= hi))
+            values = [np.asarray(r["metrics"]["stsb_test_cosine"])[inside] for r in runs]
+            cells[f"{lo}-{hi}"] = f"{np.mean([v.mean() for v in values]):.2f} / {np.mean([v.var() for v in values]):.3f}"
+        rows[name] = cells
+    return pd.DataFrame(rows).T
+
+
+def level_variances(runs: list[dict], gold) -> np.ndarray:
+    """Per run, the STS-B test cosine variance in each gold level (runs x levels)."""
+    from ..plots import GOLD_GROUPS
+
+    gold = np.asarray(gold)
+    masks = [(gold >= lo) & ((gold < hi) if hi < 5 else (gold <= hi)) for lo, hi in GOLD_GROUPS]
+    return np.array([[np.asarray(r["metrics"]["stsb_test_cosine"])[m].var() for m in masks] for r in runs])
+
+
+def average_sts(runs: list[dict]) -> np.ndarray:
+    return np.array([r["metrics"]["sts"]["avg"] for r in runs])
+
+
+def matched(a: list[dict], b: list[dict], value) -> np.ndarray:
+    """Per seed that both groups ran, value(a's run) - value(b's run)."""
+    by_seed = {r["seed"]: r for r in b}
+    return np.array([value(r) - value(by_seed[r["seed"]]) for r in a if r["seed"] in by_seed])
+
+
+def paper_gains() -> dict[str, float]:
+    """The paper's own effect for each verdict of the chapter."""
+    from ..papers import paser as paper
+
+    avg1, avg2 = ({k: v[-1] for k, v in t.items()} for t in (paper.TABLE1, paper.TABLE2))
+    t3u, t3s = paper.TABLE3["unsupervised"], paper.TABLE3["supervised"]
+    return {"paser_vs_simcse": avg1["PaSeR-BERT-base"] - avg1["SimCSE-BERT-base"],
+            "mlm_hurts_simcse": avg1["SimCSE-BERT-base"] - avg1["SimCSE-BERT-base + MLM"],
+            "paser_vs_simcse_mlm": avg1["PaSeR-BERT-base"] - avg1["SimCSE-BERT-base + MLM"],
+            "sup": avg2["PaSeR-BERT-base"] - avg2["SimCSE-BERT-base"],
+            "qqp_map_unsup": t3u["PaSeR-BERT-base"][0] - t3u["SimCSE-BERT-base"][0],
+            "qqp_mrr_unsup": t3u["PaSeR-BERT-base"][1] - t3u["SimCSE-BERT-base"][1],
+            "qqp_map_sup": t3s["PaSeR-BERT-base"][0] - t3s["SimCSE-BERT-base"][0],
+            "qqp_mrr_sup": t3s["PaSeR-BERT-base"][1] - t3s["SimCSE-BERT-base"][1],
+            "rake_vs_syntactic": paper.TABLE5_MASKING["RAKE top5"][0] - paper.TABLE5_MASKING["NP+VP"][0],
+            "top3_vs_top1": paper.TABLE5_MASKING["RAKE top3"][0] - paper.TABLE5_MASKING["RAKE top1"][0],
+            "top5_vs_top1": paper.TABLE5_MASKING["RAKE top5"][0] - paper.TABLE5_MASKING["RAKE top1"][0],
+            "sr_vs_none": paper.TABLE4_AUGMENTATION["sr"][0] - paper.TABLE4_AUGMENTATION["none"][0],
+            "mn10_vs_1": paper.TABLE8_MN[(10.0, 10.0)][0] - paper.TABLE8_MN[(1.0, 1.0)][0],
+            "cls_vs_avg": paper.TABLE9_POOLER["cls"][0] - paper.TABLE9_POOLER["avg"][0],
+            "alignment": paper.FIGURE6_ALIGNMENT["SimCSE"] - paper.FIGURE6_ALIGNMENT["PaSeR"],
+            "layers6_vs_1": None}  # Figure 4 prints no values
+
+
+# ----- the notebook's groupings of the plan's runs ------------------------------------------------------------------
+
+def grid_groups(runs: dict[str, list[dict]], prefix: str, preset_label, key=None) -> dict:
+    """One ablation's rows: the preset's row (PaSeR's first seed, labelled `preset_label`) and each group whose
+    name starts with `prefix`, labelled by what follows it (or by `key(config)`)."""
+    rows = {preset_label: runs["PaSeR"][:1]}
+    for name, group in runs.items():
+        if name.startswith(prefix):
+            rows[key(group[0]["config"]) if key else name[len(prefix):]] = group
+    return rows
+
+
+def depth_runs(runs: dict[str, list[dict]]) -> dict[int, dict]:
+    """Figure 4: decoder layers -> the first seed's run (the preset's depth is PaSeR's own)."""
+    groups = grid_groups(runs, "decoder layers ", None, key=lambda cfg: cfg["decoder_layers"])
+    groups[runs["PaSeR"][0]["config"]["decoder_layers"]] = groups.pop(None)
+    return {n: groups[n][0] for n in sorted(groups)}
+
+
+def depth_frame(depths: dict[int, dict]) -> pd.DataFrame:
+    frame = pd.DataFrame({n: {"avg. STS (test)": r["metrics"]["sts"]["avg"], "STS-B dev (kept)": r["metrics"]["stsb_dev_best"],
+                              "held-out reconstruction accuracy (%)": r["metrics"]["reconstruction"]["recon_accuracy"]}
+                          for n, r in depths.items()}).T.round(2)
+    frame.index.name = "decoder layers"
+    return frame
+
+
+def pooler_groups(run: dict, pooled: dict) -> dict[str, list[dict]]:
+    """Table 9's rows: the run's record with the STS scores of each pooler in place of its own."""
+    return {p: [{**run, "metrics": {**run["metrics"], "sts": scores}}] for p, scores in pooled["metrics"]["sts"].items()}
+
+
+def paper_table3() -> pd.DataFrame:
+    from ..papers.paser import TABLE3, TABLE3_COLUMNS
+
+    return pd.DataFrame({f"{name} ({setting}, paper)": dict(zip(TABLE3_COLUMNS, row))
+                         for setting, rows in TABLE3.items() for name, row in rows.items()}).T
+
+
+def geometry_frame(groups: dict[str, list[dict]]) -> pd.DataFrame:
+    return pd.DataFrame({name: {"alignment (kept, test)": np.mean([r["metrics"]["geometry"]["alignment"] for r in g]),
+                                "uniformity (kept, test)": np.mean([r["metrics"]["geometry"]["uniformity"] for r in g])}
+                         for name, g in groups.items()}).T.round(3)
+
+
+def paper_table10() -> pd.DataFrame:
+    from ..papers.paser import TABLE10, TABLE10_LEVELS
+
+    return pd.DataFrame({name: [f"{m:.2f} / {v:.3f}" for m, v in rows] for name, rows in TABLE10.items()},
+                        index=TABLE10_LEVELS).T
+
+
+def mn_of(cfg: dict) -> tuple[float, float]:
+    """Table 8's row key of a run: its (m, n)."""
+    return (cfg["m"], cfg["n"])

@@ -1,0 +1,59 @@
+"""The masked-language-model term that PaSeR and SimCSE + MLM add to a sentence encoder (shared here, since
+methods never import each other): the PLM's own pretrained MLM head as an untied copy, BERT's 15% masking
+with the 80/10/10 rule (HF's DataCollatorForLanguageModeling, special tokens never masked), and the loss
+computed at the masked positions only (the same loss, ~1/0.15 less softmax work)."""
+from __future__ import annotations
+
+import copy
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .encoder import resolve_model_path
+
+
+def pretrained_mlm_head(encoder) -> tuple[nn.Module, bool]:
+    """(head, pretrained): the encoder PLM's MLM head (BERT's `cls`, RoBERTa's `lm_head`) as a copy whose
+    output matrix is its own (sre-bert and BERT tie it to the word embeddings: PaSeR's code loads it as a
+    separate module, so it is untied). A PLM without a saved head (tiny-random, all-MiniLM) gets HF's
+    freshly initialised head of its architecture (pretrained False)."""
+    from transformers import AutoModelForMaskedLM, BertConfig
+    from transformers.models.bert.modeling_bert import BertOnlyMLMHead
+
+    if encoder.name == "tiny-random":
+        config = BertConfig(**{**encoder.model.config.to_dict()})
+        head, pretrained = BertOnlyMLMHead(config), False
+        head.predictions.decoder.weight = nn.Parameter(encoder.model.embeddings.word_embeddings.weight.detach().clone())
+    else:
+        model, info = AutoModelForMaskedLM.from_pretrained(resolve_model_path(encoder.name), output_loading_info=True)
+        head = copy.deepcopy(model.cls if hasattr(model, "cls") else model.lm_head)
+        pretrained = not any(k.startswith(("cls.", "lm_head.")) for k in info["missing_keys"])
+    for module in head.modules():  # untie: every parameter a tensor of its own
+        for name, param in list(module.named_parameters(recurse=False)):
+            setattr(module, name, nn.Parameter(param.detach().clone()))
+    return head.to(encoder.device_type), pretrained
+
+
+def mask_for_mlm(input_ids: torch.Tensor, tokenizer, probability: float = 0.15) -> tuple[torch.Tensor, torch.Tensor]:
+    """(masked input ids, labels with -100 off the masked positions), drawn from the global torch RNG (whose
+    state the trainer checkpoints). Special tokens ([CLS], [SEP], [PAD]) are never masked."""
+    from transformers import DataCollatorForLanguageModeling
+
+    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=probability)
+    ids = input_ids.detach().cpu().clone()
+    special = torch.isin(ids, torch.tensor(tokenizer.all_special_ids))
+    masked, labels = collator.torch_mask_tokens(ids, special_tokens_mask=special)
+    return masked.to(input_ids.device), labels.to(input_ids.device)
+
+
+def mlm_loss(encoder, head: nn.Module, batch: dict, probability: float = 0.15) -> torch.Tensor:
+    """MLM cross-entropy of `batch` (tokenised sentences) through the encoder's PLM and `head`, at the
+    masked positions only. A batch where nothing was masked gives 0."""
+    masked, labels = mask_for_mlm(batch["input_ids"], encoder.tokenizer, probability)
+    hidden = encoder.model(input_ids=masked, attention_mask=batch["attention_mask"],
+                           token_type_ids=batch.get("token_type_ids")).last_hidden_state
+    chosen = labels != -100
+    if not chosen.any():
+        return hidden.sum() * 0.0
+    return F.cross_entropy(head(hidden[chosen]).float(), labels[chosen])

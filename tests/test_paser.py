@@ -1,0 +1,294 @@
+"""PaSeR: RAKE against a hand-worked ranking, masking (length, special tokens), EDA keeping the masks, the
+decoding signal of both readings by hand, the decoder's labels and loss against a direct computation,
+gradients and the shared embeddings, QQP retrieval metrics by hand, SimCSE + MLM's loss, and bad input."""
+import random
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from sre_repro.config import resolve
+from sre_repro.errors import SreError
+from sre_repro.evaluate.retrieval import average_precision, qqp_task, rank_scores, reciprocal_rank
+from sre_repro.masked_lm import mlm_loss
+from sre_repro.methods import paser as P
+
+
+@pytest.fixture(scope="module")
+def method(data_dir):
+    torch.manual_seed(0)
+    cfg = resolve(overrides={"method": "paser", "scale": "smoke", "augment": "none"})
+    m = P.PaSeR.build(cfg, "cpu", data_dir)
+    return m
+
+
+def test_rake_ranks_phrases_by_summed_degree_over_frequency(data_dir):
+    # candidates split at stopwords/punctuation: "man", "playing", "large flute", "woman sings folk songs".
+    # In one sentence every word occurs once and co-occurs with its phrase's L words: deg/freq = L, so a
+    # phrase scores L * L: 16, 4, 1, 1 (ties in rake-nltk's order: reverse alphabetical).
+    rake = P.rake(data_dir)
+    sentence = "A man is playing a large flute while a woman sings folk songs."
+    rake.extract_keywords_from_sentences([sentence])
+    assert rake.get_ranked_phrases_with_scores() == [(16.0, "woman sings folk songs"), (4.0, "large flute"),
+                                                    (1.0, "playing"), (1.0, "man")]
+    assert P.rake_phrases(sentence, 2, rake) == ["woman sings folk songs", "large flute"]
+    # a repeated word: "red" occurs twice (freq 2) with degree 2 + 2 = 4, so scores 2; "red wine" = 2 + 2 = 4
+    rake.extract_keywords_from_sentences(["Red wine, red apples and cheese."])
+    assert dict((p, s) for s, p in rake.get_ranked_phrases_with_scores()) == {"red wine": 4.0, "red apples": 4.0, "cheese": 1.0}
+
+
+def test_corpus_scope_scores_words_over_the_corpus(data_dir):
+    # over the two sentences: "red" freq 2, degree 4 -> 2; "wine" degree 2, freq 1 -> 2; "cheese" -> 1, "blue" -> 2
+    scorer = P.CorpusRake(["Red wine and cheese.", "Red blue."], data_dir)
+    assert scorer.score["red"] == 2.0 and scorer.score["cheese"] == 1.0
+    assert scorer.phrases("Red wine and cheese.", 5) == ["red wine", "cheese"]
+
+
+def test_phrases_are_found_at_every_occurrence_with_original_text(method):
+    tokens = P.words("The Red wine and the red wine again.")
+    assert P.occurrences(tokens, "red wine") == [(1, 3), (5, 7)]
+    chosen = method.phrases(tokens, "The Red wine and the red wine again.", random.Random(0))
+    assert chosen[0] == ("Red wine", [(1, 3), (5, 7)])
+
+
+def test_mask_keeps_length_and_never_masks_special_tokens(method):
+    tok = method.encoder.tokenizer
+    sentence = "Sulzberger inspected the earthquakes in Chongqing yesterday."
+    for phrase in ("Sulzberger", "earthquakes in Chongqing"):
+        spans = P.occurrences(P.words(sentence), phrase)
+        raw, masked, target = method.views(sentence, random.Random(0), how="none", phrases=[(phrase, spans)])
+        a, b = tok(raw)["input_ids"], tok(masked)["input_ids"]
+        assert len(a) == len(b)                                           # one [MASK] per wordpiece
+        assert b[0] == tok.cls_token_id and b[-1] == tok.sep_token_id     # special tokens untouched
+        n_masked = sum(i == tok.mask_token_id for i in b)
+        assert n_masked == len(tok.tokenize(phrase)) and n_masked > len(phrase.split())  # a word of several pieces
+        assert [x for x, y in zip(a, b) if y != tok.mask_token_id] == [x for x in a if x not in tok(phrase, add_special_tokens=False)["input_ids"]]
+        assert target == phrase
+
+
+@pytest.mark.parametrize("unit, expected", [("word", 1), ("phrase", 1), ("wordpiece", 3)])
+def test_mask_units(method, unit, expected):
+    tokens = P.words("Sulzberger spoke")
+    units = P.mask_units(tokens, [(0, 1)], unit, method.encoder.tokenizer)
+    assert units[0] == [" ".join(["[MASK]"] * expected), True] and units[1] == ["spoke", False]
+    assert len(method.encoder.tokenizer.tokenize("Sulzberger")) == 3  # sul ##z ##berger
+
+
+def test_eda_never_destroys_the_masks(method, data_dir):
+    from sre_repro.data.corpora import nltk_data
+
+    tokens = P.words("The happy children quickly ate fresh red apples in the big garden today")
+    units = P.mask_units(tokens, [(6, 8), (10, 12)], "wordpiece", method.encoder.tokenizer)
+    locked = [(i, t) for i, (t, lock) in enumerate(units) if lock]
+    cfg = {"alpha_sr": 1.0, "alpha_rs": 1.0, "p_rd": 0.9}
+    with nltk_data(data_dir):
+        for seed in range(20):
+            rng = random.Random(seed)
+            sr = P.synonym_replacement(units, 1.0, rng)
+            assert [(i, t) for i, (t, lock) in enumerate(sr) if lock] == locked and sr != units
+            rs = P.random_swap(units, 1.0, rng)
+            assert [(i, t) for i, (t, lock) in enumerate(rs) if lock] == locked  # masks stay in place
+            rd = P.random_deletion(units, 0.9, rng)
+            assert [t for t, lock in rd if lock] == [t for _, t in locked] and len(rd) > len(locked)
+            for how in P.AUGMENTS:
+                out = P.text_of(P.augment(units, how, cfg, random.Random(seed)))
+                assert out.count("[MASK]") == P.text_of(units).count("[MASK]")
+
+
+def test_synonyms_follow_eda(data_dir):
+    from sre_repro.data.corpora import nltk_data
+
+    with nltk_data(data_dir):
+        found = P.synonyms("happy")
+    assert "felicitous" in found and "glad" in found and "happy" not in found and list(found) == sorted(found)
+    assert all(set(s) <= set(" abcdefghijklmnopqrstuvwxyz") for s in found)
+
+
+def test_decoding_signal_by_hand_both_readings():
+    z1, z2 = torch.tensor([[1.0, -2.0]]), torch.tensor([[3.0, 0.5]])
+    w = torch.nn.Linear(2, 2)
+    with torch.no_grad():
+        w.weight.copy_(torch.tensor([[0.0, 1.0], [1.0, 0.0]]))
+        w.bias.zero_()
+    wz2 = torch.tensor([[0.5, 3.0]])
+    code = P.decoding_signal(z1, z2, "code", m=10.0, n=2.0, projection=w)
+    assert torch.allclose(code[0], torch.stack([2.0 * z1[0] * wz2[0], 10.0 * (z1[0] - wz2[0]), z1[0], wz2[0]]))
+    assert torch.allclose(code[0, 1], torch.tensor([5.0, -50.0]))        # signed difference, times m
+    paper = P.decoding_signal(z1, z2, "paper", m=10.0, n=2.0)
+    assert torch.allclose(paper[0], torch.tensor([[1.0, -2.0], [3.0, 0.5], [20.0, 25.0], [6.0, 2.0]]))
+
+
+def test_decoder_labels_are_the_target_shifted_with_the_start_token():
+    target = torch.tensor([[101, 7, 8, 102, 0], [101, 9, 102, 0, 0]])
+    inputs, labels = P.decoder_inputs(target, pad_id=0)
+    assert labels.tolist() == [[7, 8, 102, -100], [9, 102, -100, -100]]
+    assert inputs.tolist() == [[101, 7, 8, 102], [101, 9, 102, 0]]
+
+
+def test_long_views_and_sentences_without_phrases_get_no_decoder_loss(method):
+    long = " ".join(["word"] * 40)
+    batch = method.tensors(["short one", long], ["[MASK] one", long], ["short", "word"])
+    assert (batch["labels"][0] != -100).any() and (batch["labels"][1] == -100).all()
+    batch = method.tensors(["short one"], ["short one"], [None])
+    assert (batch["labels"] == -100).all()
+    loss, _ = method.generative_loss(torch.zeros(1, 4, method.encoder.hidden_size), batch)
+    assert float(loss.detach()) == 0.0
+
+
+def test_loss_equals_cross_entropy_and_mlm_computed_directly(method):
+    sentences = ["A man is playing a large flute.", "Two dogs run across the green field.", "The stock market fell sharply."]
+    torch.manual_seed(1)
+    batch = method.collate(sentences)
+    method.eval()
+    try:
+        torch.manual_seed(5)
+        terms = method.loss(batch)
+        bs = len(sentences)
+        enc = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
+        hidden = method.encoder.model(**enc).last_hidden_state
+        z1, z2 = hidden[:bs, 0], hidden[bs:, 0]  # smoke pooler: raw [CLS]
+        w = method.projection
+        memory = torch.stack([10 * z1 * w(z2), 10 * (z1 - w(z2)), z1, w(z2)], dim=1)
+        embeds = method.encoder.model.embeddings(input_ids=batch["decoder_input_ids"])
+        states = method.decoder(inputs_embeds=embeds, encoder_hidden_states=memory).last_hidden_state
+        logits = method.lm_head(states)
+        labels = batch["labels"]
+        log_probs = torch.log_softmax(logits, -1)
+        keep = labels != -100
+        expected = -log_probs[keep].gather(1, labels[keep][:, None]).mean()
+        assert keep.sum() > 0 and torch.allclose(terms["loss_generative"], expected, atol=1e-5)
+        torch.manual_seed(5)
+        mlm = mlm_loss(method.encoder, method.lm_head, {k: v[:bs] for k, v in enc.items()})
+        assert torch.allclose(terms["loss_mlm"], mlm, atol=1e-5)
+        assert torch.allclose(terms["loss"], expected + 1.0 * mlm, atol=1e-5)
+    finally:
+        method.train()
+
+
+def test_decoder_and_head_get_gradients_and_the_embeddings_are_shared(method):
+    method.zero_grad()
+    torch.manual_seed(0)
+    batch = method.collate(["A man is playing a large flute.", "Two dogs run across the green field."])
+    memory = torch.randn(2, 4, method.encoder.hidden_size)           # no path through the encoder
+    loss, _ = method.generative_loss(memory, batch)
+    loss.backward()
+    emb = method.encoder.model.embeddings.word_embeddings.weight
+    used = batch["decoder_input_ids"].unique()
+    assert emb.grad is not None and emb.grad[used].abs().sum() > 0     # decoder inputs are the encoder's embeddings
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for n, p in method.decoder.named_parameters()
+               if "embed_positions" not in n) and method.decoder.embed_tokens is None
+    assert method.lm_head.predictions.decoder.weight.grad.abs().sum() > 0
+    # the head is an untied copy: its own tensor, equal to the (tied) embeddings it was copied from
+    assert method.lm_head.predictions.decoder.weight.data_ptr() != emb.data_ptr()
+    assert {id(p) for p in method.decoder.parameters()}.isdisjoint({id(p) for p in method.encoder.parameters()})
+    method.zero_grad()
+
+
+def test_average_precision_and_mrr_by_hand():
+    ranked = np.array([0, 1, 0, 1, 0])
+    assert average_precision(ranked, 2) == pytest.approx((1 / 2 + 2 / 4) / 2)
+    assert average_precision(ranked, 3) == pytest.approx((1 / 2 + 2 / 4) / 3)      # one relevant never retrieved
+    assert average_precision(ranked, 2, cutoff=3) == pytest.approx((1 / 2) / 2)
+    assert reciprocal_rank(ranked) == 0.5 and reciprocal_rank(np.array([0] * 10 + [1])) == 0.0
+    queries = np.array([[1.0, 0.0], [0.0, 1.0]])
+    corpus = np.array([[0.9, 0.1], [0.1, 0.9], [1.0, 0.0], [0.5, 0.5]])
+    # query 0 ranks 2, 0, 3, 1; its own string is corpus 2 (left out) -> 0, 3, 1; relevant {3}: AP 1/2, RR 1/2
+    # query 1 ranks 1, 3, 0, 2; relevant {0, 1}: AP (1 + 2/3) / 2, RR 1
+    out = rank_scores(queries, corpus, [{3}, {0, 1}], [2, None])
+    assert out["map"] == pytest.approx(100 * (0.5 + (1 + 2 / 3) / 2) / 2)
+    assert out["mrr@10"] == pytest.approx(100 * (0.5 + 1) / 2)
+    assert out["top"] == [[0, 3, 1], [1, 3, 0]]
+
+
+def test_qqp_task_counts(data_dir):
+    queries, corpus, relevant = qqp_task("test", data_dir)
+    assert (len(queries), len(corpus)) == (4732, 9674)
+    assert sum(map(len, relevant)) == 5000     # the split's 5,000 duplicate pairs
+
+
+def test_qqp_ranking_of_embeddings_that_see_the_answer(data_dir):
+    queries, corpus, relevant = qqp_task("test", data_dir)
+    corpus_emb = np.eye(len(corpus), dtype=np.float32)
+    query_emb = corpus_emb[[min(r) for r in relevant]]          # each query lands on its first relevant question
+    out = rank_scores(query_emb, corpus_emb, relevant, [None] * len(queries))
+    assert out["mrr@10"] == pytest.approx(100.0)
+    single = [i for i, r in enumerate(relevant) if len(r) == 1]  # 95% of the queries: then AP = RR = 1
+    assert len(single) / len(queries) > 0.9
+    assert rank_scores(query_emb[single], corpus_emb, [relevant[i] for i in single], [None] * len(single))["map"] == pytest.approx(100.0)
+
+
+def test_simcse_mlm_loss_adds_the_weighted_mlm_term(data_dir):
+    from sre_repro.methods.common import info_nce
+    from sre_repro.methods.simcse_mlm import SimCSEMLM
+
+    torch.manual_seed(0)
+    m = SimCSEMLM.build(resolve(overrides={"method": "simcse_mlm", "scale": "smoke", "mlm_weight": 0.5}), "cpu", data_dir)
+    m.eval()
+    batch = m.collate(["a man plays a flute.", "the market fell."])
+    torch.manual_seed(3)
+    terms = m.loss(batch)
+    z1, z2 = m.views(batch)
+    torch.manual_seed(3)
+    mlm = mlm_loss(m.encoder, m.lm_head, {k: v[:2] for k, v in batch.items()})
+    assert torch.allclose(terms["loss_contrastive"], info_nce(z1, z2, 0.05), atol=1e-6)
+    assert torch.allclose(terms["loss"], terms["loss_contrastive"] + 0.5 * mlm, atol=1e-5)
+
+
+def test_syntactic_chunks_group_iob_tags():
+    syntax = P.Syntax.__new__(P.Syntax)
+
+    class Fixed:
+        def __init__(self, tags):
+            self.tags = tags
+
+        def tag(self, items):
+            return list(zip(items, self.tags))
+
+    syntax.tagger = Fixed(["DT", "JJ", "NN", "VBZ", "IN", "DT", "NN"])
+    syntax.chunker = Fixed(["B-NP", "I-NP", "I-NP", "B-VP", "O", "B-NP", "I-NP"])
+    assert syntax.chunks("the quick fox jumps over the dog".split()) == {"NP": [(0, 3), (5, 7)], "VP": [(3, 4)]}
+
+
+def test_supervised_starts_from_the_matching_unsupervised_run():
+    sup = resolve(overrides={"method": "paser", "scale": "cpu", "train_data": "snli", "lr": 5e-5, "m": 1.0, "seed": 43})
+    unsup = resolve(overrides=P.unsupervised_run(sup))
+    assert unsup == resolve(overrides={"method": "paser", "scale": "cpu", "m": 1.0, "seed": 43})
+
+
+@pytest.mark.parametrize("overrides, fix", [({"phrase_extractor": "spacy"}, "choose from rake, syntactic"),
+                                            ({"mask_top_k": 0}, "mask_top_k must be at least 1"),
+                                            ({"decoder_layers": 0}, "decoder_layers must be at least 1"),
+                                            ({"augment": "sr+sr"}, "choose from none"),
+                                            ({"eval_pooler": "cls_mlp"}, "set eval_pooler=cls or avg")])
+def test_bad_configs_name_the_fix(overrides, fix):
+    with pytest.raises(SreError, match=fix):
+        resolve(overrides={"method": "paser", "scale": "smoke", **overrides})
+
+
+def test_missing_qqp_file_names_the_fix(tmp_path):
+    with pytest.raises(SreError, match="quora/test.txt"):
+        qqp_task("test", tmp_path)
+
+
+def test_askubuntu_says_it_is_not_offline(data_dir):
+    from sre_repro.evaluate.retrieval import askubuntu_available, askubuntu_reranking
+
+    assert not askubuntu_available(data_dir)
+    with pytest.raises(SreError, match="not available offline"):
+        askubuntu_reranking(lambda s: np.zeros((len(s), 2)), data_dir)
+
+
+def test_the_paper_scale_plan_validates_every_run_before_training():
+    from sre_repro.chapters import paser as chapter
+
+    groups = chapter.plan("paper", [42, 43, 44])
+    assert chapter.validate_plan(groups, "paper", model_name="bert-base-uncased") == 3 + 3 + 3 + 3 + 3 + 4 + 5 + 7 + 4
+    sup = resolve(overrides={"method": "paser", "scale": "paper", "seed": 42, **groups["PaSeR (supervised)"][2]})
+    simcse_sup = resolve(overrides={"method": "simcse_sup", "scale": "paper"})
+    assert (sup["lr"], sup["batch_size"], sup["epochs"]) == (simcse_sup["lr"], simcse_sup["batch_size"], simcse_sup["epochs"])
+    paser = resolve(overrides={"method": "paser", "scale": "paper"})
+    assert (paser["epochs"], paser["precision"], paser["decoder_layers"], paser["train_data"]) == (5, "fp32", 6, "sts_unlabeled")
+    bad = {"PaSeR": ("paser", [42], {"mask_top_k": 0})}
+    with pytest.raises(SreError, match="mask_top_k"):
+        chapter.validate_plan(bad, "paper")
