@@ -309,6 +309,11 @@ def paper_gains() -> dict[str, float]:
             "qqp_mrr_sup": t3s["PaSeR-BERT-base"][1] - t3s["SimCSE-BERT-base"][1],
             "rake_vs_syntactic": paper.TABLE5_MASKING["RAKE top5"][0] - paper.TABLE5_MASKING["NP+VP"][0],
             "top3_vs_top1": paper.TABLE5_MASKING["RAKE top3"][0] - paper.TABLE5_MASKING["RAKE top1"][0],
+            "npvp_vs_np": paper.TABLE5_MASKING["NP+VP"][0] - paper.TABLE5_MASKING["NP"][0],
+            "np_vs_vp": paper.TABLE5_MASKING["NP"][0] - paper.TABLE5_MASKING["VP"][0],
+            "sr_vs_srrd": paper.TABLE4_AUGMENTATION["sr"][0] - paper.TABLE4_AUGMENTATION["sr+rd"][0],
+            "sr_vs_srrs": paper.TABLE4_AUGMENTATION["sr"][0] - paper.TABLE4_AUGMENTATION["sr+rs"][0],
+            "four_tasks": float(np.mean([paper.TABLE1["PaSeR-BERT-base"][i] - paper.TABLE1["SimCSE-BERT-base"][i] for i in (0, 1, 3, 5)])),
             "top5_vs_top1": paper.TABLE5_MASKING["RAKE top5"][0] - paper.TABLE5_MASKING["RAKE top1"][0],
             "sr_vs_none": paper.TABLE4_AUGMENTATION["sr"][0] - paper.TABLE4_AUGMENTATION["none"][0],
             "mn10_vs_1": paper.TABLE8_MN[(10.0, 10.0)][0] - paper.TABLE8_MN[(1.0, 1.0)][0],
@@ -372,3 +377,14 @@ def paper_table10() -> pd.DataFrame:
 def mn_of(cfg: dict) -> tuple[float, float]:
     """Table 8's row key of a run: its (m, n)."""
     return (cfg["m"], cfg["n"])
+
+
+def not_run(claim: str, parameter: str) -> dict:
+    """A verdict row for a claim whose runs this scale's grid leaves out (they run when the parameter asks)."""
+    return {"claim": claim, "mean difference": np.nan, "95% interval": "–", "n seeds": 0,
+            "verdict": f"not run at this scale (parameter `{parameter}`)"}
+
+
+def task_mean(runs: list[dict], tasks: list[str]) -> np.ndarray:
+    """Per run, the mean Spearman over `tasks`."""
+    return np.array([np.mean([r["metrics"]["sts"][t] for t in tasks]) for r in runs])
