@@ -274,13 +274,16 @@ def level_statistics(groups: dict[str, list[dict]], gold) -> pd.DataFrame:
     return pd.DataFrame(rows).T
 
 
-def level_variances(runs: list[dict], gold) -> np.ndarray:
-    """Per run, the STS-B test cosine variance in each gold level (runs x levels)."""
+def level_variances(runs: list[dict], gold, relative: bool = False) -> np.ndarray:
+    """Per run, the STS-B test cosine variance in each gold level (runs x levels); `relative`: divided by the
+    variance of all the run's cosines (a model whose cosines all crowd together has small within-level
+    variances for that reason alone; the ratio asks how much of its spread lies within levels)."""
     from ..plots import GOLD_GROUPS
 
     gold = np.asarray(gold)
     masks = [(gold >= lo) & ((gold < hi) if hi < 5 else (gold <= hi)) for lo, hi in GOLD_GROUPS]
-    return np.array([[np.asarray(r["metrics"]["stsb_test_cosine"])[m].var() for m in masks] for r in runs])
+    cosines = [np.asarray(r["metrics"]["stsb_test_cosine"]) for r in runs]
+    return np.array([[c[m].var() / (c.var() if relative else 1.0) for m in masks] for c in cosines])
 
 
 def average_sts(runs: list[dict]) -> np.ndarray:
