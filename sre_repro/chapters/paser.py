@@ -30,9 +30,6 @@ MASKINGS = {"NP": {"phrase_extractor": "syntactic", "syntactic_types": "NP"},
             **{f"RAKE top{k}": {"mask_top_k": k} for k in range(1, 6)}}
 # How many seeds each part runs at each scale (the first n of the edition's seeds)
 SEED_COUNTS = {"supervised": {"smoke": 1, "cpu": 2, "default": 3}, "simcse_mlm": {"smoke": 1, "cpu": 1, "default": 3}}
-# Supervised runs take supervised SimCSE's recipe (its cpu lr), as the paper's Table 2 compares them
-SUPERVISED = {"train_data": "snli"}
-PAPER_NAME = {"SimCSE": "SimCSE-BERT-base", "SimCSE + MLM": "SimCSE-BERT-base + MLM", "PaSeR": "PaSeR-BERT-base"}
 DECODER_MODULES = ["decoder"]
 # the masked view's decoder loss, the term a claim about PaSeR's objective rests on
 GENERATIVE_TERMS = ["loss_generative"]
@@ -58,7 +55,7 @@ def supervised_overrides(scale: str) -> dict:
     from ..config import resolve
 
     sup = resolve(overrides={"method": "simcse_sup", "scale": scale})
-    return {**SUPERVISED, **{k: sup[k] for k in ("lr", "batch_size", "epochs", "max_steps")}}
+    return {"train_data": "snli", **{k: sup[k] for k in ("lr", "batch_size", "epochs", "max_steps")}}
 
 
 def unsupervised_rows() -> dict[str, tuple[str, dict]]:
@@ -134,8 +131,7 @@ def retrieval(source: dict, data_dir=None, map_cutoff="full", force: bool = Fals
     if "config" in source:
         encode = _kept_method(source, data_dir).encode
     else:
-        encoder = load_encoder(source["model_name"], pooler=source["pooler"])
-        encode = lambda sentences: encoder.encode(sentences, pooler=source["pooler"])  # noqa: E731
+        encode = load_encoder(source["model_name"], pooler=source["pooler"]).encode  # pools with its own pooler
     metrics = qqp_retrieval(encode, data_dir, map_cutoff=map_cutoff, max_pairs=max_pairs)
     return runs.save("retrieval", key, {"metrics": metrics, "wall_seconds": time.time() - started})
 
@@ -185,17 +181,9 @@ def ablation_table(groups: dict[str, list[dict]], paper: dict, reference: str) -
         rows[name] = {"STS12-16 (ours)": row[0], "STS-B (ours)": row[1], "SICK-R (ours)": row[2], "STS-B dev (ours)": row[3],
                       "STS12-16 minus PaSeR (ours)": row[0] - ours[reference][0],
                       "STS12-16 (paper)": theirs[0] if theirs else np.nan,
-                      "STS12-16 minus PaSeR (paper)": theirs[0] - paper[reference_paper_key(paper, reference)][0] if theirs else np.nan,
+                      "STS12-16 minus PaSeR (paper)": theirs[0] - paper[reference][0] if theirs else np.nan,
                       "seeds": ", ".join(str(r["seed"]) for r in groups[name])}
     return pd.DataFrame(rows).T.infer_objects().round(2)
-
-
-def reference_paper_key(paper: dict, reference: str) -> str:
-    """The paper's name of the book's PaSeR row in an ablation table (its headline setting)."""
-    for key in (reference, "sr", "RAKE top5", (10.0, 10.0), "cls"):
-        if key in paper:
-            return key
-    raise SreError(f"no PaSeR row in the paper's table for {reference!r}")
 
 
 def retrieval_table(results: dict[str, list[dict]]) -> pd.DataFrame:
@@ -276,24 +264,16 @@ def level_statistics(groups: dict[str, list[dict]], gold) -> pd.DataFrame:
 
 def level_variances(runs: list[dict], gold, relative: bool = False) -> np.ndarray:
     """Per run, the STS-B test cosine variance in each gold level (runs x levels); `relative`: divided by the
-    variance of all the run's cosines (a model whose cosines all crowd together has small within-level
-    variances for that reason alone; the ratio asks how much of its spread lies within levels)."""
-    from ..plots import GOLD_GROUPS
+    variance of all the run's cosines, as the SARCSE chapter's `cosine_spread`, which computes both."""
+    from .sarcse import cosine_spread
 
-    gold = np.asarray(gold)
-    masks = [(gold >= lo) & ((gold < hi) if hi < 5 else (gold <= hi)) for lo, hi in GOLD_GROUPS]
-    cosines = [np.asarray(r["metrics"]["stsb_test_cosine"]) for r in runs]
-    return np.array([[c[m].var() / (c.var() if relative else 1.0) for m in masks] for c in cosines])
+    spread = cosine_spread({"": runs}, gold)
+    relative_variances = spread.drop(columns="total variance").to_numpy()
+    return relative_variances if relative else relative_variances * spread[["total variance"]].to_numpy()
 
 
 def average_sts(runs: list[dict]) -> np.ndarray:
     return np.array([r["metrics"]["sts"]["avg"] for r in runs])
-
-
-def matched(a: list[dict], b: list[dict], value) -> np.ndarray:
-    """Per seed that both groups ran, value(a's run) - value(b's run)."""
-    by_seed = {r["seed"]: r for r in b}
-    return np.array([value(r) - value(by_seed[r["seed"]]) for r in a if r["seed"] in by_seed])
 
 
 def paper_gains() -> dict[str, float]:
@@ -321,8 +301,7 @@ def paper_gains() -> dict[str, float]:
             "sr_vs_none": paper.TABLE4_AUGMENTATION["sr"][0] - paper.TABLE4_AUGMENTATION["none"][0],
             "mn10_vs_1": paper.TABLE8_MN[(10.0, 10.0)][0] - paper.TABLE8_MN[(1.0, 1.0)][0],
             "cls_vs_avg": paper.TABLE9_POOLER["cls"][0] - paper.TABLE9_POOLER["avg"][0],
-            "alignment": paper.FIGURE6_ALIGNMENT["SimCSE"] - paper.FIGURE6_ALIGNMENT["PaSeR"],
-            "layers6_vs_1": None}  # Figure 4 prints no values
+            "alignment": paper.FIGURE6_ALIGNMENT["SimCSE"] - paper.FIGURE6_ALIGNMENT["PaSeR"]}
 
 
 # ----- the notebook's groupings of the plan's runs ------------------------------------------------------------------
@@ -339,9 +318,8 @@ def grid_groups(runs: dict[str, list[dict]], prefix: str, preset_label, key=None
 
 def depth_runs(runs: dict[str, list[dict]]) -> dict[int, dict]:
     """Figure 4: decoder layers -> the first seed's run (the preset's depth is PaSeR's own)."""
-    groups = grid_groups(runs, "decoder layers ", None, key=lambda cfg: cfg["decoder_layers"])
-    groups[runs["PaSeR"][0]["config"]["decoder_layers"]] = groups.pop(None)
-    return {n: groups[n][0] for n in sorted(groups)}
+    shown = [group[0] for name, group in runs.items() if name == "PaSeR" or name.startswith("decoder layers ")]
+    return dict(sorted((r["config"]["decoder_layers"], r) for r in shown))
 
 
 def depth_frame(depths: dict[int, dict]) -> pd.DataFrame:
