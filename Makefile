@@ -55,6 +55,7 @@ browser:
 	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
 test: venv data browser mathjax
+	$(PY) -m sre_repro records check
 	$(PY) -m pytest -q
 
 bench: venv data

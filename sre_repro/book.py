@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import SreError
-from .evaluate.model import evaluate_model
+from .evaluate.cached import evaluate_model
 from .report import sts_row
 from .runs import check_named_data_dir
 from .train import train

@@ -33,7 +33,7 @@ def cmd_data_check(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from .evaluate.model import evaluate_model
+    from .evaluate.cached import evaluate_model
 
     overrides = {"model_name": args.model, "pooler": args.pooler, "tasks": args.tasks,
                  "precision": args.precision, "whiten": args.whiten}
@@ -146,6 +146,22 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_records(args) -> int:
+    from . import fingerprints, runs
+
+    if args.records_command == "migrate":
+        for line in runs.migrate_store(args.results):
+            print(line)
+        return 0
+    if args.records_command == "accept":
+        for line in fingerprints.accept(args.variants or None, args.results, args.data_dir, args.workers):
+            print(line)
+        return 0
+    lines, status = fingerprints.report(fingerprints.status(args.results, args.data_dir, args.workers))
+    print("\n".join(lines))
+    return status
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sre-repro", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -193,6 +209,19 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--to", required=True, help="a new folder")
     ex.add_argument("--data-dir")
     ex.set_defaults(func=cmd_export)
+
+    rc = sub.add_parser("records", help="the run records' fingerprints: check them, accept a change of numbers")
+    rc_sub = rc.add_subparsers(dest="records_command", required=True)
+    for name, text in (("check", "recompute every variant's probe; exit 1 when one computes other numbers"),
+                       ("accept", "commit the probes' current numbers (the records under the old ones read stale)"),
+                       ("migrate", "rewrite records of an older schema under their current keys")):
+        one = rc_sub.add_parser(name, help=text)
+        one.add_argument("--results", help="the results store (default: results/ or $SRE_REPRO_RESULTS)")
+        one.add_argument("--data-dir")
+        one.add_argument("--workers", type=int, default=2, help="probe processes (one thread each)")
+        if name == "accept":
+            one.add_argument("variants", nargs="*", help="variant ids (default: every changed or unfingerprinted one)")
+        one.set_defaults(func=cmd_records)
 
     be = sub.add_parser("bench", help="throughput benchmarks of this machine (writes a JSON for the book)")
     be.add_argument("--out", default="results/benchmark.json")

@@ -6,18 +6,16 @@ name the key.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 import yaml
 
-from .encoder import POOLERS
 from .errors import SreError
-
-SCALES = ["smoke", "cpu", "paper"]
-PRECISIONS = ["fp32", "bf16", "fp16"]
-TRAIN_DATA = ["wiki1m", "wiki1m_full", "sts_unlabeled", "snli"]
+from .methods import get_method
+from .settings import DEVICES, POOLERS, PRECISIONS, SCALES, TRAIN_DATA, coerce, require_choice
 
 
 @dataclass
@@ -32,8 +30,8 @@ class CommonConfig:
     batch_size: int = 64
     max_len: int = 32               # training truncation; mlm: block length (evaluation never truncates)
     lr: float = 3e-5                # the PLM's learning rate
-    head_lr: float = 0.0            # learning rate of the modules a method adds (Method.added_modules); 0: lr
-    head_warmup_ratio: float = -1.0  # their linear warm-up, as a share of the steps; -1: warmup_ratio
+    head_lr: float | None = None    # learning rate of the modules a method adds (Method.added_modules); unset: lr
+    head_warmup_ratio: float | None = None  # their linear warm-up, as a share of the steps; unset: warmup_ratio
     weight_decay: float = 0.0
     warmup_ratio: float = 0.0
     adam_eps: float = 1e-8
@@ -55,7 +53,7 @@ SCALE_PRESETS = {
     # sre-bert: the book's own small raw BERT (models/sre-bert). fp32: the build machines' CPUs (AMD EPYC,
     # AVX2) have no bf16 units; bf16 autocast is ~30x slower there (make bench). lr and max_steps: chosen on
     # STS-B dev by the appendix "The cpu recipe" (notebooks/cpu_recipe.ipynb, sre_repro/chapters/recipe.py);
-    # methods with added modules take their head_lr from it too (HEAD_LR_PRESETS below).
+    # methods with added modules take their head_lr from it too (in their own SCALE_PRESETS).
     "cpu": dict(model_name="sre-bert", train_data="wiki1m", batch_size=64, max_len=32, max_steps=100,
                 eval_steps=20, lr=1e-4, precision="fp32"),
     "paper": dict(model_name="bert-base-uncased", train_data="wiki1m_full", batch_size=64, max_len=32,
@@ -63,34 +61,24 @@ SCALE_PRESETS = {
 }
 
 
-# The learning rate of each method's added modules (Method.added_modules) per scale, where it is not `lr`:
-# at cpu chosen on STS-B dev by the appendix "The cpu recipe" (sre_repro/chapters/recipe.py). Applied after
-# the method's own presets; the other scales keep the paper's single learning rate.
-HEAD_LR_PRESETS = {"cpu": {"sarcse": 1e-3, "pt_bert": 1e-2, "slt_fai": 1e-3, "paser": 1e-3}}
+# While a fingerprint's probe runs (fingerprints.py) every run resolved is shrunk alike, the runs it depends on too
+_PROBE_SIZE: dict = {}
 
 
-def _coerce(key: str, value, typ):
-    """Convert a --set string, or check a YAML value, against a field's type."""
-    typ = {"int": int, "float": float, "str": str, "bool": bool}.get(typ, typ) if isinstance(typ, str) else typ
-    if isinstance(value, str) and typ is not str:
-        text = value.strip()
-        try:
-            if typ is bool:
-                if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                    raise ValueError
-                return text.lower() in ("true", "1", "yes")
-            return typ(text)
-        except ValueError:
-            raise SreError(f"parameter {key} expects {typ.__name__}, got {value!r}") from None
-    if typ is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
-        raise SreError(f"parameter {key} expects {typ.__name__}, got {value!r} ({type(value).__name__})")
-    return value
+@contextlib.contextmanager
+def probing(size: dict):
+    """Resolve every config inside to `size` and its method's PROBE_OVERRIDES (a probe's shrunk run)."""
+    _PROBE_SIZE.update(size)
+    try:
+        yield
+    finally:
+        _PROBE_SIZE.clear()
 
 
 def field_types(*classes) -> dict:
-    return {f.name: f.type for cls in classes for f in fields(cls)}
+    """Knob -> its type (a knob that may be unset is typed by its value: "float | None" -> float)."""
+    return {f.name: f.type.removesuffix(" | None") if isinstance(f.type, str) else f.type
+            for cls in classes for f in fields(cls)}
 
 
 def parse_sets(pairs) -> dict:
@@ -117,8 +105,6 @@ def load_yaml(path) -> dict:
 
 def resolve(method: str | None = None, overrides: dict | None = None) -> dict:
     """The complete, validated configuration as a flat dict."""
-    from .methods import get_method
-
     overrides = dict(overrides or {})
     method = overrides.pop("method", None) or method or "simcse"
     method_cls = get_method(method)
@@ -126,7 +112,7 @@ def resolve(method: str | None = None, overrides: dict | None = None) -> dict:
     for key in overrides:
         if key not in types:
             raise SreError(f"unknown parameter {key!r} for method {method}: known are {', '.join(sorted(types))}")
-    scale = _coerce("scale", overrides.get("scale", CommonConfig.scale), str)
+    scale = coerce("scale", overrides.get("scale", CommonConfig.scale), str)
     if scale not in SCALES:
         raise SreError(f"unknown scale {scale!r}: choose from {', '.join(SCALES)}")
     cfg = {**dataclasses.asdict(CommonConfig()), **dataclasses.asdict(method_cls.Params())}
@@ -134,21 +120,22 @@ def resolve(method: str | None = None, overrides: dict | None = None) -> dict:
     cfg.update(method_cls.SCALE_PRESETS.get(scale, {}))
     # presets that depend on another knob (slt_fai: its backbone's recipe)
     cfg.update(getattr(method_cls, "backbone_presets", lambda *_: {})(scale, overrides))
-    if method in HEAD_LR_PRESETS.get(scale, {}):
-        cfg["head_lr"] = HEAD_LR_PRESETS[scale][method]
-    cfg.update({k: _coerce(k, v, types[k]) for k, v in overrides.items()})
+    cfg.update({k: coerce(k, v, types[k]) for k, v in overrides.items()})
     cfg["method"], cfg["scale"] = method, scale
+    # the added modules' rate and warm-up follow the PLM's unless set: the record holds the values used
+    cfg["head_lr"] = cfg["lr"] if cfg["head_lr"] is None else cfg["head_lr"]
+    cfg["head_warmup_ratio"] = cfg["warmup_ratio"] if cfg["head_warmup_ratio"] is None else cfg["head_warmup_ratio"]
+    if _PROBE_SIZE:
+        cfg.update({**_PROBE_SIZE, **method_cls.PROBE_OVERRIDES})
     validate(cfg, method_cls)
     return cfg
 
 
 def validate(cfg: dict, method_cls) -> None:
-    from .methods.common import require_choice
-
     require_choice(cfg, "precision", PRECISIONS)
     require_choice(cfg, "train_data", TRAIN_DATA)
     require_choice(cfg, "eval_pooler", POOLERS)
-    require_choice(cfg, "device", ["auto", "cpu", "cuda"])
+    require_choice(cfg, "device", DEVICES)
     if cfg["max_len"] < 2:
         raise SreError(f"max_len must be at least 2 (room for [CLS] and [SEP]), got {cfg['max_len']}")
     if cfg["batch_size"] < 1 or (method_cls.contrastive and cfg["batch_size"] < 2):
@@ -157,10 +144,10 @@ def validate(cfg: dict, method_cls) -> None:
     for key in ("lr", "epochs", "eval_steps"):
         if cfg[key] <= 0:
             raise SreError(f"parameter {key} must be positive, got {cfg[key]}")
-    if cfg["head_lr"] < 0:
-        raise SreError(f"parameter head_lr must be >= 0 (0: the same as lr), got {cfg['head_lr']}")
-    if not (cfg["head_warmup_ratio"] == -1 or 0 <= cfg["head_warmup_ratio"] <= 1):
-        raise SreError(f"parameter head_warmup_ratio must lie in [0, 1] (or -1: as warmup_ratio), "
+    if cfg["head_lr"] <= 0:
+        raise SreError(f"parameter head_lr must be positive (leave it unset for the same as lr), got {cfg['head_lr']}")
+    if not 0 <= cfg["head_warmup_ratio"] <= 1:
+        raise SreError(f"parameter head_warmup_ratio must lie in [0, 1] (leave it unset for warmup_ratio), "
                        f"got {cfg['head_warmup_ratio']}")
     for key in ("max_steps", "max_train_examples", "checkpoint_steps", "weight_decay", "warmup_ratio", "grad_clip",
                 "eval_max_pairs"):

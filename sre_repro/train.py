@@ -7,14 +7,20 @@ what gets tested), a resumable checkpoint every `checkpoint_steps`, optional aut
 identical numbers on the CPU, also across an interruption and resume (the checkpoint holds the optimiser,
 schedule, data position, RNG states and the starting weights of the added modules).
 
+A method's dependencies (RankCSE's teachers, supervised PaSeR's unsupervised run: `Method.dependencies`) are
+resolved here, as the kept weights of their own cached runs (`trained_method`), and passed to its `build`.
+
 "Did it train" is recorded with every run (`training_summary`): each loss term at the first step and over
 the evaluation interval that ends at the kept step, with its weighted share of the loss, and how far each
 added module (and the PLM) moved from its starting weights, ||W - W0|| / ||W0||, at every evaluation.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import random
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -45,9 +51,40 @@ def _save_torch_atomic(obj, path: Path) -> None:
     tmp.replace(path)
 
 
+def digest(value) -> str:
+    """A short hash of a batch (tensors, lists, strings, numbers; nested): what a fingerprint's probe records
+    of the inputs after collation and augmentation."""
+    h = hashlib.sha256()
+
+    def visit(item):
+        if isinstance(item, torch.Tensor):
+            h.update(f"{item.dtype}{tuple(item.shape)}".encode() + item.detach().cpu().contiguous().numpy().tobytes())
+        elif isinstance(item, dict):
+            for key in sorted(item):
+                h.update(str(key).encode())
+                visit(item[key])
+        elif isinstance(item, (list, tuple)):
+            h.update(b"[")
+            for x in item:
+                visit(x)
+            h.update(b"]")
+        else:
+            h.update(repr(item).encode())
+
+    visit(value)
+    return h.hexdigest()[:16]
+
+
+def _grad_norm(params) -> float:
+    grads = [p.grad.detach().float().flatten() for p in params if p.grad is not None]
+    return float(torch.cat(grads).norm()) if grads else 0.0
+
+
 def train(overrides: dict | None = None, data_dir=None, force: bool = False, results_root=None,
-          work_root=None, allow_stale: bool = False, interrupt_at_step: int | None = None) -> dict:
-    """Train one run (or serve it from the cache) and return its result record."""
+          work_root=None, allow_stale: bool = False, interrupt_at_step: int | None = None,
+          trace: list | None = None) -> dict:
+    """Train one run (or serve it from the cache) and return its result record. `trace`: a list that gets,
+    per step, the batch's digest, the gradient norm before clipping and every loss term (fingerprints.py)."""
     cfg = resolve(overrides=overrides)
     kind = cfg["method"]
     device = default_device() if cfg["device"] == "auto" else cfg["device"]
@@ -66,8 +103,11 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
         return cached
     started = time.time()
     autocast(cfg["precision"], device)  # fails early on fp16 without a GPU
+    method_cls = get_method(kind)
+    # before seeding: a dependency trained or loaded now leaves the run's random stream as it is
+    dependencies = {name: trained_method(o, device, data_dir) for name, o in method_cls.dependencies(cfg).items()}
     seed_everything(cfg["seed"])
-    method = get_method(kind).build(cfg, device, data_dir).to(device)
+    method = method_cls.build(cfg, device, data_dir, dependencies).to(device)
     if world > 1:  # same initial weights everywhere, its own dropout draws in each process
         torch.manual_seed(cfg["seed"] * 7919 + distributed.rank())
     examples = method.corpus(data_dir)
@@ -96,8 +136,7 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
     last_ckpt, best_ckpt = work / "last.pt", work / "best.pt"
     state = {"step": 0, "curve": [], "best": -math.inf, "best_step": 0, "train_seconds": 0.0, "first_terms": {},
              "interval_terms": {}, "interval_steps": 0}
-    # a checkpoint resumes only the computation that made it: same code, same starting weights
-    origin = {"code_hash": runs.code_hash(kind), "model_fingerprint": runs.model_fingerprint(cfg["model_name"])}
+    origin = checkpoint_origin(kind, cfg)
     ckpt = torch.load(last_ckpt, weights_only=False) if last_ckpt.exists() and not force else None
     if ckpt is not None and ckpt.get("origin") != origin:
         print(f"{kind}: checkpoint {last_ckpt} was made by other code or weights; starting afresh")
@@ -150,6 +189,9 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
                            f"use precision=fp32, or check the data; checkpoints so far are kept in {work}")
         scaler.scale(loss).backward()
         scaler.unscale_(optimizer)  # clip the true gradients
+        if trace is not None:
+            trace.append({"step": step + 1, "batch": digest(batch), "grad_norm": _grad_norm(params),
+                          **{k: float(v.detach()) for k, v in terms.items()}})
         if cfg["grad_clip"]:
             torch.nn.utils.clip_grad_norm_(params, cfg["grad_clip"])
         scaler.step(optimizer)
@@ -201,15 +243,14 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
 
 def parameter_groups(method, cfg: dict) -> list[dict]:
     """AdamW groups: the PLM (and anything else not declared added) at `lr`; the method's added modules at
-    `head_lr` (0: `lr`) with their own warm-up (`head_warmup_ratio`, -1: `warmup_ratio`). The PLM group
+    `head_lr` with their own warm-up `head_warmup_ratio` (config.resolve sets both). The PLM group
     comes first and keeps the parameters' order, so a method without added modules trains as with one group."""
     added = {id(p) for module in method.added_modules().values() for p in module.parameters() if p.requires_grad}
     plm = [p for p in method.parameters() if p.requires_grad and id(p) not in added]
     head = [p for p in method.parameters() if p.requires_grad and id(p) in added]
     groups = [{"name": "plm", "params": plm, "lr": cfg["lr"], "warmup_ratio": cfg["warmup_ratio"]}]
     if head:
-        head_warmup = cfg["warmup_ratio"] if cfg["head_warmup_ratio"] < 0 else cfg["head_warmup_ratio"]
-        groups.append({"name": "added", "params": head, "lr": cfg["head_lr"] or cfg["lr"], "warmup_ratio": head_warmup})
+        groups.append({"name": "added", "params": head, "lr": cfg["head_lr"], "warmup_ratio": cfg["head_warmup_ratio"]})
     return groups
 
 
@@ -249,3 +290,62 @@ def training_summary(curve: list[dict], kept_step: int, first_terms: dict, weigh
                        "share_kept": weight * kept[name] / kept["loss"] if kept.get("loss") else None}
     return {"kept_step": kept_step, "loss_first": first_terms.get("loss"), "loss_kept": kept.get("loss"),
             "terms": terms, "moved": {name: kept.get(f"moved/{name}") for name in modules}}
+
+
+def checkpoint_origin(kind: str, cfg: dict) -> dict:
+    """What a checkpoint resumes only under: the computation that made it (its variant's fingerprint, or the
+    source tree while the variant has none) and the same starting weights."""
+    (variant,) = list(runs.variants(kind, cfg))[:1]
+    return {"computation": runs.committed_fingerprint(variant) or runs.source_tree(),
+            "model_fingerprint": runs.model_fingerprint(cfg["model_name"])}
+
+
+# ----- a run's kept weights, for what needs them and not only its record ----------------------------------------
+
+def kept_checkpoint(overrides: dict, data_dir=None) -> Path:
+    """The file of the run's kept (best STS-B dev) weights, cached under work/models/ and keyed by the run's
+    config, computation and PLM weights: copied from the run's own finished training where this machine has it
+    (work/<method>/<config>/), else trained once through this loop (deterministic on the CPU, so these are the
+    weights that produced the run's record)."""
+    cfg = resolve(overrides=overrides)
+    kind = cfg["method"]
+    origin = checkpoint_origin(kind, cfg)
+    key = hashlib.sha256(repr(sorted(origin.items())).encode()).hexdigest()[:16]
+    saved = runs.work_dir() / "models" / f"{kind}-{runs.config_hash(cfg)}-{key}.pt"
+    if not saved.exists():
+        work = runs.work_dir() / kind / runs.config_hash(cfg)
+        if not _finished_here(kind, cfg, work):
+            print(f"training {kind} seed {cfg['seed']} once for its weights (kept in {saved.parent})")
+            with tempfile.TemporaryDirectory() as results:  # only the weights are wanted, not another record
+                train(overrides, data_dir=data_dir, results_root=results)
+        saved.parent.mkdir(parents=True, exist_ok=True)
+        tmp = saved.with_suffix(".tmp")
+        shutil.copyfile(work / "best.pt", tmp)
+        tmp.replace(saved)
+    return saved
+
+
+def _finished_here(kind: str, cfg: dict, work: Path) -> bool:
+    """Whether this machine's checkpoints of the run are those of its current record: the finished training
+    (same computation and starting weights, every step, the record's best step), so its best.pt is the kept
+    weights and neither training nor the final evaluation needs repeating."""
+    record = runs.lookup(kind, cfg)
+    if record is None or not (work / "last.pt").exists() or not (work / "best.pt").exists():
+        return False
+    state = torch.load(work / "last.pt", map_location="cpu", weights_only=False)
+    return (state.get("origin") == checkpoint_origin(kind, cfg) and state["state"]["step"] == record["steps"]
+            and state["state"]["best_step"] == record["metrics"]["best_step"])
+
+
+def trained_method(overrides: dict, device: str | None = None, data_dir=None):
+    """The run's method module (encoder and its heads) with the kept weights, frozen and in eval mode;
+    `.kept_file` is the weights file."""
+    device = device or default_device()
+    saved = kept_checkpoint(overrides, data_dir)
+    cfg = resolve(overrides=overrides)
+    method_cls = get_method(cfg["method"])
+    dependencies = {name: trained_method(o, device, data_dir) for name, o in method_cls.dependencies(cfg).items()}
+    method = method_cls.build(cfg, device, data_dir, dependencies).to(device)
+    method.load_state_dict(torch.load(saved, weights_only=False))
+    method.kept_file = saved  # which weights these are (RankCSE's teacher cache is keyed by it)
+    return method.eval().requires_grad_(False)

@@ -21,7 +21,7 @@ from torch import nn
 from .distributed import gather_rows
 
 from .errors import SreError
-from .methods.common import require_choice, require_positive
+from .settings import require_choice, require_positive
 
 AUGMENTATIONS = ["none", "shuffle", "token_cutoff", "feature_cutoff", "dropout"]
 TRAIN_POOLERS = ["avg", "avg_first_last", "avg_top2"]  # ConSERT pools by averaging; it has no [CLS] head

@@ -21,6 +21,8 @@ def isolated_store(tmp_path_factory, monkeypatch, data_dir):
     monkeypatch.setenv("SRE_REPRO_RESULTS", str(base / "results"))
     monkeypatch.setenv("SRE_REPRO_WORK", str(base / "work"))
     monkeypatch.setenv("SRE_REPRO_DATA", str(data_dir))
+    from sre_repro import runs
+    monkeypatch.setattr(runs, "SERVED_STALE", [])  # which stale records this test served, for its verdicts alone
 
 
 @pytest.fixture(scope="session")

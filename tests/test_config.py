@@ -36,7 +36,7 @@ def test_bad_parameters(overrides, message):
 
 
 def test_bool_coercion():
-    from sre_repro.config import _coerce
+    from sre_repro.settings import coerce as _coerce
     assert [_coerce("k", v, bool) for v in ("true", "False", "1", "no")] == [True, False, True, False]
     with pytest.raises(SreError, match="parameter k expects bool, got 'maybe'"):
         _coerce("k", "maybe", bool)

@@ -178,23 +178,3 @@ def test_world_size_cannot_be_set_by_hand(tmp_path):
     with pytest.raises(SreError, match="torchrun's --nproc_per_node sets it"):
         train({"method": "simcse", "scale": "smoke", "world_size": 2}, results_root=tmp_path / "r",
               work_root=tmp_path / "w")
-
-
-SINGLE_PROCESS = json.loads((Path(__file__).parent / "fixtures" / "single_process_smoke.json").read_text())["methods"]
-
-
-@pytest.mark.parametrize("method", sorted(SINGLE_PROCESS))
-def test_one_process_computes_what_it_did_before_data_parallelism(method, tmp_path):
-    """`runs.CODE_LINEAGE` keeps the records made before issue 21 under their old code hashes; that is honest
-    only while one process still computes the same numbers, which this checks for every method (tolerances as
-    in test_train: other CPUs sum floats in another order)."""
-    extra = {"output_dir": str(tmp_path / "model")} if method == "mlm" else {}
-    result = train({"method": method, "scale": "smoke", **extra}, results_root=tmp_path / "r", work_root=tmp_path / "w")
-    before = SINGLE_PROCESS[method]
-    assert result["metrics"].get("sts") == (before["sts"] and pytest.approx(before["sts"], abs=0.25))
-    assert result["metrics"]["best_step"] == before["selected"]["best_step"]
-    for now, then in zip(result["dev_curve"], before["curve"], strict=True):
-        assert {k: v for k, v in now.items() if k.startswith("loss")} == pytest.approx(
-            {k: v for k, v in then.items() if k.startswith("loss")}, abs=1e-4)
-        assert {k: now[k] for k in ("stsb_dev", "mlm_accuracy") if k in then} == pytest.approx(
-            {k: then[k] for k in ("stsb_dev", "mlm_accuracy") if k in then}, abs=0.25)

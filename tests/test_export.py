@@ -9,7 +9,7 @@ from sre_repro.cli import main
 from sre_repro.errors import SreError
 from sre_repro.export import export
 from sre_repro.train import train
-from sre_repro.trained import trained_method
+from sre_repro.train import trained_method
 
 SENTENCES = ["A man is playing a guitar.", "Two dogs run on the beach near the sea, barking at the waves.", "hi"]
 
@@ -40,8 +40,8 @@ def test_export_refuses_what_it_cannot_export(tmp_path, capsys):
     with pytest.raises(SreError, match="not a trained sentence encoder"):
         export("abc", tmp_path / "x", results_root=tmp_path)
     (tmp_path / "simcse").mkdir()
-    (tmp_path / "simcse" / "old.json").write_text(json.dumps({"kind": "simcse", "config": {}, "code_hash": "0"}))
-    with pytest.raises(SreError, match="older simcse code: rerun it"):
+    (tmp_path / "simcse" / "old.json").write_text(json.dumps({"kind": "simcse", "config": {}, "fingerprints": {"simcse-x": "0"}}))
+    with pytest.raises(SreError, match="is stale .*simcse-x: fingerprint 0 is now None.*rerun it"):
         export("simcse/old", tmp_path / "x", results_root=tmp_path)
     assert main(["export", str(tmp_path / "simcse" / "old.json"), "--to", str(tmp_path / "x")]) == 2
-    assert "older simcse code" in capsys.readouterr().err and not (tmp_path / "x").exists()
+    assert "is stale" in capsys.readouterr().err and not (tmp_path / "x").exists()

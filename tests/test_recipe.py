@@ -26,9 +26,9 @@ def test_added_modules_get_head_lr_and_the_plm_gets_lr():
     assert {id(p) for p in added["params"]} == {id(p) for p in method.autoencoder.parameters()}
     assert {id(p) for p in plm["params"]} == {id(p) for p in method.encoder.model.parameters()}
     assert added["warmup_ratio"] == 0.5 and plm["warmup_ratio"] == 0.0
-    # head_lr 0 means lr; a method without added modules keeps one group
-    method, cfg = _sarcse({"head_lr": 0.0})
-    assert parameter_groups(method, cfg)[1]["lr"] == cfg["lr"]
+    # head_lr unset means lr (the config holds the value); a method without added modules keeps one group
+    cfg = resolve(overrides={"method": "sarcse", "scale": "smoke"})
+    assert cfg["head_lr"] == cfg["lr"] and cfg["head_warmup_ratio"] == cfg["warmup_ratio"]
     from sre_repro.methods import get_method
     simcse_cfg = resolve(overrides={"method": "simcse", "scale": "smoke", "pooler": "avg", "eval_pooler": "avg"})
     assert [g["name"] for g in parameter_groups(get_method("simcse").build(simcse_cfg, "cpu"), simcse_cfg)] == ["plm"]
@@ -84,12 +84,12 @@ def test_a_run_with_added_modules_resumes_to_identical_numbers(tmp_path):
     assert resumed["training"] == whole["training"]
 
 
-def test_later_knobs_at_their_neutral_values_keep_a_runs_identity():
-    cfg = resolve(overrides={"method": "simcse", "scale": "cpu"})
-    old = {k: v for k, v in cfg.items() if k not in ("head_lr", "head_warmup_ratio", "eval_max_pairs")}
-    assert runs.config_hash(cfg) == runs.config_hash(old)
-    assert runs.config_hash({**cfg, "head_lr": 1e-3}) != runs.config_hash(cfg)
-    assert runs.config_hash({"run": cfg, "kfold": 3}) == runs.config_hash({"run": old, "kfold": 3})
+def test_a_schema_1_config_migrates_to_the_values_it_ran_with():
+    cfg = resolve(overrides={"method": "sarcse", "scale": "smoke"})
+    old = {**cfg, "head_lr": 0.0, "head_warmup_ratio": -1.0}
+    assert runs.migrate_config("sarcse", old) == cfg
+    derived = {"run": old, "run_code": "ab12", "model_name": "x", "map_cutoff": "full"}
+    assert runs.migrate_config("retrieval", derived) == {"run": cfg, "model_name": "x", "map_cutoff": "full", "max_pairs": 0}
 
 
 def test_smoke_scores_a_fixed_evenly_spaced_subset():

@@ -21,7 +21,7 @@ def test_smoke_run_records_everything(smoke_run):
     assert r["steps"] == 6 and [p["step"] for p in r["dev_curve"]] == [3, 6]
     assert r["metrics"]["stsb_dev_best"] == max(p["stsb_dev"] for p in r["dev_curve"])
     assert set(r["metrics"]["sts"]) == {"STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness", "avg"}
-    for key in ("config", "seed", "code_hash", "config_hash", "versions", "hardware", "wall_seconds", "git_commit"):
+    for key in ("config", "seed", "fingerprints", "source_tree", "config_hash", "versions", "hardware", "wall_seconds", "git_commit"):
         assert key in r
     assert {"alignment", "uniformity", "anisotropy"} <= set(r["dev_curve"][0])
     # the stored STS-B test cosines are the ones the STS-B score was computed from
@@ -86,7 +86,7 @@ def test_interrupted_write_keeps_the_old_file(tmp_path, monkeypatch):
 def test_stale_result_is_flagged_and_not_served_by_default(tmp_path, monkeypatch):
     kwargs = dict(results_root=tmp_path / "r", work_root=tmp_path / "w")
     first = train(SMOKE, **kwargs)
-    monkeypatch.setattr(runs, "code_hash", lambda kind: "changed")
+    monkeypatch.setattr(runs, "source_tree", lambda: "changed")  # unfingerprinted: valid only under its own source
     assert runs.read("simcse", first["config"], tmp_path / "r")["stale"] is True
     assert runs.lookup("simcse", first["config"], tmp_path / "r") is None
     assert runs.lookup("simcse", first["config"], tmp_path / "r", allow_stale=True)["metrics"] == first["metrics"]
@@ -173,26 +173,26 @@ def test_a_record_of_a_local_model_without_fingerprint_is_stale(tmp_path):
     path = runs.save("eval", cfg, {"metrics": {}}, tmp_path / "r")["config_hash"]
     record = json.loads((tmp_path / "r" / "eval" / f"{path}.json").read_text())
     record.pop("model_fingerprint")
-    assert runs.is_stale("eval", record) is True
+    assert runs.is_stale(record) is True
     hub = {**record, "config": {"model_name": "bert-base-uncased"}}  # hub names have no fingerprint to check
-    assert runs.is_stale("eval", hub) is False
+    assert runs.is_stale(hub) is False
 
 
 def test_a_checkpoint_from_other_code_is_not_resumed(tmp_path, monkeypatch, capsys):
     kwargs = dict(results_root=tmp_path / "r", work_root=tmp_path / "w")
     with pytest.raises(Interrupted):
         train({**SMOKE, "checkpoint_steps": 2}, interrupt_at_step=4, **kwargs)
-    monkeypatch.setattr(runs, "code_hash", lambda kind: "changed")
+    monkeypatch.setattr(runs, "source_tree", lambda: "changed")
     result = train({**SMOKE, "checkpoint_steps": 2}, **kwargs)
     assert "made by other code or weights; starting afresh" in capsys.readouterr().out
-    assert [p["step"] for p in result["dev_curve"]] == [3, 6] and result["code_hash"] == "changed"
+    assert [p["step"] for p in result["dev_curve"]] == [3, 6] and result["source_tree"] == "changed"
 
 
 def test_kept_weights_come_from_the_run_s_own_training_when_this_machine_has_it(data_dir, monkeypatch):
-    """trained.py copies a finished run's best.pt (no second training or final evaluation); without a current
+    """kept_checkpoint copies a finished run's best.pt (no second training or final evaluation); without a current
     record, or with checkpoints that are not the record's, it trains (here: a stand-in that records the call)."""
     import sre_repro.train as train_module
-    from sre_repro.trained import kept_checkpoint
+    from sre_repro.train import kept_checkpoint
 
     overrides = {"method": "simcse", "scale": "smoke", "seed": 42}
     record = train(overrides, data_dir=data_dir)  # into the test's store: record and work/<kind>/<config>/

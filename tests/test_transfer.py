@@ -115,7 +115,7 @@ def test_book_transfer_caches_and_encodes_with_the_right_weights(data_dir, monke
     import sre_repro.evaluate.transfer as transfer_module
     from sre_repro.chapters import byop as byop_chapter
     from sre_repro.encoder import load_encoder
-    from sre_repro.trained import trained_method
+    from sre_repro.train import trained_method
 
     probe = ["a man is playing a guitar", "the cat sleeps"]
     calls = []

@@ -7,7 +7,10 @@ import numpy as np
 import pandas as pd
 
 from .. import book, report
+from ..config import resolve
 from ..errors import SreError
+from ..evaluate.cached import cached
+from ..evaluate.transfer import TRANSFER_TASKS, check_solver
 
 # The cpu edition runs a subset of Appendix B's margin grid and of Tables 8-9's perturbations so that the
 # chapter stays within its time; the list parameters (`-p byopc_margins`, `-p perturbations`) run the rest.
@@ -226,36 +229,18 @@ def transfer(source: dict, scale: str, data_dir=None, force: bool = False, tasks
     """Cached SentEval transfer accuracies (BYOP's Table 10) of a PLM as it is (`source` = {"model_name",
     "pooler"}) or of a training run's kept weights (`source` = the run's overrides, e.g. {"method": "byop",
     "seed": 42, ...}; trained once if its weights are not kept yet, see trained.py)."""
-    import time
-
-    from .. import runs
-    from ..config import resolve
-    from ..encoder import load_encoder
-    from ..evaluate.transfer import TRANSFER_TASKS, evaluate_transfer
-    from ..trained import trained_method
-
     book._check_scale(scale)
     protocol = TRANSFER_PROTOCOL[scale]
     chosen = list(tasks or protocol["tasks"] or TRANSFER_TASKS)
     if "method" in source:
         run = resolve(overrides={"scale": scale, **source})
-        cfg = {"run": run, "run_code": runs.code_hash(run["method"]), "model_name": run["model_name"]}
+        cfg = {"run": run, "model_name": run["model_name"]}
     else:
         cfg = {"model_name": source["model_name"], "pooler": source["pooler"]}
     cfg.update(tasks=chosen, kfold=kfold or protocol["kfold"], sst2_train=protocol["sst2_train"],
-               mrpc_features="senteval", solver=solver)
-    cached = runs.lookup("transfer", cfg, force=force)
-    if cached is not None:
-        return cached
-    started = time.time()
-    if "method" in source:
-        encode = trained_method({"scale": scale, **source}, data_dir=data_dir).encode
-    else:
-        encoder = load_encoder(source["model_name"], source["pooler"])
-        encode = encoder.encode
-    metrics = evaluate_transfer(encode, chosen, data_dir, cfg["kfold"], cfg["mrpc_features"], solver,
-                                cfg["sst2_train"])
-    return runs.save("transfer", cfg, {"metrics": metrics, "wall_seconds": time.time() - started})
+               mrpc_features="senteval", solver=solver, max_examples=0)
+    check_solver(solver)
+    return cached("transfer", cfg, data_dir, force)
 
 
 def paper_gains(plm: str) -> dict[str, float]:

@@ -4,13 +4,14 @@ n), QQP retrieval and the pooler comparison of a run's kept weights (records of 
 neighbours and decoder reconstructions shown, and the paper's effects."""
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pandas as pd
 
 from .. import book
+from ..config import resolve
 from ..errors import SreError
+from ..evaluate.cached import cached
 
 # The cpu edition runs the ends of each grid that the claims need; the list parameters run the rest.
 GRIDS = {
@@ -52,7 +53,7 @@ def masking(name: str) -> dict:
 def supervised_overrides(scale: str) -> dict:
     """Supervised PaSeR's overrides: NLI triplets with supervised SimCSE's recipe at this scale (learning rate,
     batch, length of training), so that Table 2's two rows differ only in PaSeR's generative term."""
-    from ..config import resolve
+
 
     sup = resolve(overrides={"method": "simcse_sup", "scale": scale})
     return {"train_data": "snli", **{k: sup[k] for k in ("lr", "batch_size", "epochs", "max_steps")}}
@@ -86,7 +87,7 @@ def plan(scale: str, seed_list: list[int], decoder_layers=None, augments=None, m
 def validate_plan(groups: dict, scale: str, **common) -> int:
     """Resolve the config of every run of the plan (an SreError names a bad one before anything trains);
     returns how many runs the plan holds."""
-    from ..config import resolve
+
 
     extra = {k: v for k, v in common.items() if v not in ("", None)}
     for method, seeds, overrides in groups.values():
@@ -103,61 +104,22 @@ def run_plan(groups: dict, scale: str, data_dir=None, force: bool = False, **com
 
 # ----- evaluations of kept weights ------------------------------------------------------------------------------
 
-def _kept_method(run: dict, data_dir=None):
-    from ..trained import trained_method
-
-    return trained_method(run["config"], data_dir=data_dir)
-
-
 def retrieval(source: dict, data_dir=None, map_cutoff="full", force: bool = False, max_pairs: int = 0) -> dict:
     """QQP retrieval (evaluate/retrieval.py) of a run's kept weights, or of a model as it is
     (`source` = {"model_name": ..., "pooler": ...}): a cached record of kind "retrieval" with its wall time."""
-    from .. import runs
-    from ..config import resolve
-    from ..encoder import load_encoder
-    from ..evaluate.retrieval import qqp_retrieval
-
     if "config" in source:
         cfg = resolve(overrides=source["config"])
-        key = {"run": cfg, "run_code": runs.code_hash(cfg["method"]), "model_name": cfg["model_name"], "map_cutoff": str(map_cutoff)}
+        key = {"run": cfg, "model_name": cfg["model_name"], "map_cutoff": str(map_cutoff)}
     else:
         key = {"model_name": source["model_name"], "pooler": source["pooler"], "map_cutoff": str(map_cutoff)}
-    if max_pairs:
-        key["max_pairs"] = max_pairs
-    cached = runs.lookup("retrieval", key, force=force)
-    if cached is not None:
-        return cached
-    started = time.time()
-    if "config" in source:
-        encode = _kept_method(source, data_dir).encode
-    else:
-        encode = load_encoder(source["model_name"], pooler=source["pooler"]).encode  # pools with its own pooler
-    metrics = qqp_retrieval(encode, data_dir, map_cutoff=map_cutoff, max_pairs=max_pairs)
-    return runs.save("retrieval", key, {"metrics": metrics, "wall_seconds": time.time() - started})
+    return cached("retrieval", {**key, "max_pairs": max_pairs}, data_dir, force)
 
 
 def pooler_scores(run: dict, poolers: list[str], data_dir=None, force: bool = False) -> dict:
     """STS of a run's kept weights under each pooler (Table 9; the run's own pooler is its record): a cached
     record of kind "poolers" with its wall time."""
-    from .. import runs
-    from ..config import resolve
-    from ..evaluate.model import evaluate_final
-
     cfg = resolve(overrides=run["config"])
-    key = {"run": cfg, "run_code": runs.code_hash(cfg["method"]), "model_name": cfg["model_name"], "poolers": list(poolers)}
-    cached = runs.lookup("poolers", key, force=force)
-    if cached is not None:
-        return cached
-    started = time.time()
-    method = _kept_method(run, data_dir)
-    scores = {}
-    for pooler in poolers:
-        if pooler == cfg["eval_pooler"]:
-            scores[pooler] = run["metrics"]["sts"]
-            continue
-        encode = lambda s, p=pooler: method.encoder.encode(s, pooler=p, precision=cfg["precision"])  # noqa: E731
-        scores[pooler] = evaluate_final(encode, data_dir, max_pairs=cfg["eval_max_pairs"])["sts"]
-    return runs.save("poolers", key, {"metrics": {"sts": scores}, "wall_seconds": time.time() - started})
+    return cached("poolers", {"run": cfg, "model_name": cfg["model_name"], "poolers": list(poolers)}, data_dir, force)
 
 
 # ----- tables -----------------------------------------------------------------------------------------------------

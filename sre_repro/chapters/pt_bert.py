@@ -3,13 +3,14 @@ augmentations), SimCSE's training lengths (Table 2), the grids of Table 5, the h
 (Tables 1 and 5c), the pseudo-token attention maps and the paper's effects."""
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pandas as pd
 
 from .. import book
+from ..config import resolve
 from ..errors import SreError
+from ..evaluate.cached import cached
 
 # The cpu edition runs the ends of each ablation range around the preset; the list parameters run the rest.
 GRIDS = {
@@ -45,25 +46,14 @@ def hard_subset(run: dict, data_dir=None, thresholds: str = "paper", force: bool
     """A run's scores on the hard-length subset ({"metrics": evaluate_hard_subset's result, ...}): from its
     record where it computed them (PT-BERT, paper thresholds), else a record of their own kind ("hard_subset",
     with its wall time) from the run's kept weights (trained once if this machine lacks them: trained.py)."""
-    from .. import runs
-    from ..config import resolve
-    from ..evaluate.hard_subset import evaluate_hard_subset
-    from ..trained import trained_method
-
     if thresholds not in HARD_THRESHOLDS:
         raise SreError(f"unknown thresholds {thresholds!r}: choose from {', '.join(HARD_THRESHOLDS)}")
     if thresholds == "paper" and "hard_subset" in run["metrics"] and not force:
         return {"metrics": run["metrics"]["hard_subset"]}
     cfg = resolve(overrides=run["config"])
-    key = {"run": cfg, "run_code": runs.code_hash(cfg["method"]), "model_name": cfg["model_name"],
-           "thresholds": HARD_THRESHOLDS[thresholds], "max_pairs": cfg["eval_max_pairs"]}
-    cached = runs.lookup("hard_subset", key, force=force)
-    if cached is not None:
-        return cached
-    started = time.time()
-    method = trained_method(run["config"], data_dir=data_dir)
-    metrics = evaluate_hard_subset(method.encode, data_dir, cfg["eval_max_pairs"], **HARD_THRESHOLDS[thresholds])
-    return runs.save("hard_subset", key, {"metrics": metrics, "wall_seconds": time.time() - started})
+    key = {"run": cfg, "model_name": cfg["model_name"], "thresholds": HARD_THRESHOLDS[thresholds],
+           "max_pairs": cfg["eval_max_pairs"]}
+    return cached("hard_subset", key, data_dir, force)
 
 
 def hard_table(groups: dict[str, list[dict]], with_full: bool = False, data_dir=None,

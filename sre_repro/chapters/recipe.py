@@ -100,7 +100,7 @@ def preset_check(scale: str, lr: float, steps: int, head_lrs: dict[str, float]) 
             "steps (every method)": (resolve(overrides={"method": "simcse", "scale": scale})["max_steps"], steps)}
     for method, head_lr in head_lrs.items():
         cfg = resolve(overrides={"method": method, "scale": scale})
-        rows[f"head_lr ({method})"] = (cfg["head_lr"] or cfg["lr"], head_lr)  # 0 means lr
+        rows[f"head_lr ({method})"] = (cfg["head_lr"], head_lr)
     frame = pd.DataFrame.from_dict({name: {"preset": f"{preset:g}", "chosen by the study": f"{chosen:g}",
                                            "equal": preset == chosen} for name, (preset, chosen) in rows.items()},
                                    orient="index")

@@ -4,13 +4,13 @@ readings of the paper and the code, the lambda grid of Figure 4, the frequency a
 paper's effects."""
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pandas as pd
 
 from .. import book
 from ..errors import SreError
+from ..evaluate.cached import cached
 
 GRIDS = {
     "low_rates": {"smoke": [0.3, 0.5], "cpu": [0.1, 0.3, 0.5, 0.9], "default": [0.1, 0.3, 0.5, 0.7, 0.9]},
@@ -58,17 +58,7 @@ def row_seeds(name: str, seed_list: list[int], ablation_count: int) -> list[int]
 def plm_frequency(model_name: str, n_sentences: int, data_dir=None, force: bool = False) -> dict:
     """The untrained PLM's frequency analyses (the "BERT" panel of Figures 5-7), a cached record of kind
     "frequency" with its wall time."""
-    from .. import runs
-    from ..encoder import load_encoder
-    from ..evaluate.frequency import frequency_analysis
-
-    key = {"model_name": model_name, "n_sentences": n_sentences}
-    cached = runs.lookup("frequency", key, force=force)
-    if cached is not None:
-        return cached
-    started = time.time()
-    result = frequency_analysis(load_encoder(model_name, pooler="avg"), n_sentences, data_dir)
-    return runs.save("frequency", key, {"metrics": {"frequency": result}, "wall_seconds": time.time() - started})
+    return cached("frequency", {"model_name": model_name, "n_sentences": n_sentences}, data_dir, force)
 
 
 def frequency_numbers(groups: dict[str, list[dict]]) -> pd.DataFrame:

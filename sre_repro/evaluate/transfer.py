@@ -136,9 +136,22 @@ def sample_train(task_data: dict, n: int) -> dict:
     return {**task_data, "train": ([sentences[i] for i in keep], labels[keep])}
 
 
+def shrink(task_data: dict, n: int) -> dict:
+    """Every split of a task cut to n evenly spaced examples (a fingerprint's probe; 0: as it is)."""
+    def cut(split):
+        sentences, labels = split
+        if not n or n >= len(labels):
+            return split
+        keep = np.linspace(0, len(labels) - 1, n).round().astype(int)
+        pick = (lambda s: [s[i] for i in keep])
+        return ((tuple(map(pick, sentences)) if isinstance(sentences, tuple) else pick(sentences)), labels[keep])
+    return {name: cut(split) for name, split in task_data.items()}
+
+
 def evaluate_transfer(encode, tasks=None, data_dir=None, kfold: int = 10, mrpc_features: str = "senteval",
-                      solver: str = "liblinear", sst2_train: int = 0) -> dict:
-    """{task: {"acc", ...}, "avg": mean accuracy} for `encode(list[str]) -> np.ndarray` embeddings."""
+                      solver: str = "liblinear", sst2_train: int = 0, max_examples: int = 0) -> dict:
+    """{task: {"acc", ...}, "avg": mean accuracy} for `encode(list[str]) -> np.ndarray` embeddings
+    (`max_examples`: each split cut to that many evenly spaced examples; 0: all)."""
     if mrpc_features not in ("senteval", "full"):
         raise SreError(f"unknown mrpc_features {mrpc_features!r}: choose senteval or full")
     if sst2_train < 0:
@@ -149,6 +162,7 @@ def evaluate_transfer(encode, tasks=None, data_dir=None, kfold: int = 10, mrpc_f
         data = load_task(task, data_dir)
         if task == "SST2":
             data = sample_train(data, sst2_train)
+        data = shrink(data, max_examples)
         if task == "MRPC":
             def features(pair):
                 u, v = encode(pair[0]), encode(pair[1])

@@ -23,6 +23,7 @@ from torch import nn
 from ..data import corpora
 from ..distributed import gather_rows
 from ..errors import SreError
+from ..settings import require_choice, require_positive  # noqa: F401  (the methods' checks)
 
 
 # Sentence pairs whose per-token importance every run records, in the spirit of SARCSE's Figure 1 (its exact
@@ -42,6 +43,7 @@ class NoParams:
 class Method(nn.Module):
     Params = NoParams          # the method's own knobs (a dataclass with defaults)
     SCALE_PRESETS: dict = {}   # scale -> overrides of common or own knobs
+    PROBE_OVERRIDES: dict = {}  # size knobs of its own that a fingerprint's probe shrinks (fingerprints.py)
     contrastive = True         # needs in-batch negatives (batch_size >= 2)
     selection_metric = "stsb_dev"  # the dev metric that picks the kept checkpoint (higher is better)
 
@@ -51,7 +53,13 @@ class Method(nn.Module):
         self.data_dir = None
 
     @classmethod
-    def build(cls, cfg: dict, device: str, data_dir=None) -> "Method":
+    def dependencies(cls, cfg: dict) -> dict[str, dict]:
+        """Runs this method learns from (name -> their overrides): the trainer trains or loads them and
+        passes their kept weights to `build` (RankCSE's teachers, supervised PaSeR's unsupervised run)."""
+        return {}
+
+    @classmethod
+    def build(cls, cfg: dict, device: str, data_dir=None, dependencies: dict | None = None) -> "Method":
         from ..encoder import Encoder
 
         method = cls(cfg, Encoder(cfg["model_name"], pooler=cfg["eval_pooler"], device=device))
@@ -196,17 +204,6 @@ class DropoutViews(Method):
         """The two dropout views' sentence embeddings (z, z')."""
         z1, z2 = self.encoder.embed(batch, pooler=self.train_pooler).chunk(2)
         return z1, z2
-
-
-def require_choice(cfg: dict, key: str, allowed) -> None:
-    if cfg[key] not in allowed:
-        raise SreError(f"unknown {key} {cfg[key]!r}: choose from {', '.join(map(str, allowed))}")
-
-
-def require_positive(cfg: dict, *keys: str) -> None:
-    for key in keys:
-        if cfg[key] <= 0:
-            raise SreError(f"{key} must be positive, got {cfg[key]}")
 
 
 def training_sentences(cfg: dict, data_dir=None) -> list[str]:

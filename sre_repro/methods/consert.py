@@ -30,6 +30,7 @@ class Params:
 
 class ConSERT(Method):
     Params = Params
+    PROBE_OVERRIDES = {"analysis_sentences": 16}
     SCALE_PRESETS = {"smoke": dict(train_data="sts_unlabeled", eval_pooler="avg", analysis_sentences=60),
                      "cpu": dict(CONSERT_RECIPE, analysis_sentences=2000), "paper": CONSERT_PAPER}
 

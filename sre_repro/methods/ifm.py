@@ -36,6 +36,7 @@ class Params:
 
 class IFM(DropoutViews):
     Params = Params
+    PROBE_OVERRIDES = {"train_geometry_sentences": 16}
 
     @classmethod
     def validate(cls, cfg):

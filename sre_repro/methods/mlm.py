@@ -24,9 +24,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..encoder import REPO_ROOT, Encoder, resolve_model_path
+from ..encoder import Encoder, resolve_model_path
 from ..errors import SreError
-from ..runs import PACKAGE, work_dir
+from ..settings import PACKAGE, REPO_ROOT, work_dir
 from .common import Method, require_positive
 
 
@@ -101,6 +101,7 @@ class MaskedLM(Method):
     Params = Params
     contrastive = False
     selection_metric = "mlm_accuracy"
+    PROBE_OVERRIDES = {"heldout_blocks": 4, "output_dir": "work/probes/sre-bert"}
     SCALE_PRESETS = {
         "smoke": dict(num_layers=2, hidden=64, heads=2, intermediate=256, pretrain_sources="wiki1m",
                       max_len=32, batch_size=8, max_steps=20, eval_steps=10, heldout_blocks=16, lr=5e-4),
@@ -132,7 +133,7 @@ class MaskedLM(Method):
             raise SreError(f"max_len {cfg['max_len']} exceeds BERT's 512 positions")
 
     @classmethod
-    def build(cls, cfg, device, data_dir=None):
+    def build(cls, cfg, device, data_dir=None, dependencies=None):
         from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
         tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(cfg["tokenizer"]))

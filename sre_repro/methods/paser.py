@@ -342,12 +342,14 @@ def build_decoder(hidden: int, cfg: dict, tokenizer) -> nn.Module:
 class PaSeR(Method):
     Params = Params
     contrastive = False
+    PROBE_OVERRIDES = {"recon_dev_sentences": 8, "syntax_train_sentences": 300}  # 300: the smoke chunker's
     SCALE_PRESETS = {
         "smoke": dict(train_data="sts_unlabeled", max_len=32, decoder_layers=2, decoder_heads=2, syntax_train_sentences=300,
                       recon_dev_sentences=16),
         # the stand-in PLM's raw [CLS] was never trained (no next-sentence objective): the cpu edition pools
         # by averaging in training and at test, as its SimCSE does; Table 9 compares the poolers
-        "cpu": dict(train_data="sts_unlabeled", pooler="avg", eval_pooler="avg"),
+        # head_lr: the decoder's rate, chosen on STS-B dev by the appendix "The cpu recipe"
+        "cpu": dict(train_data="sts_unlabeled", pooler="avg", eval_pooler="avg", head_lr=1e-3),
         "paper": dict(train_data="sts_unlabeled", epochs=5, precision="fp32"),
     }
 
@@ -364,12 +366,14 @@ class PaSeR(Method):
         self._extractor = None
 
     @classmethod
-    def build(cls, cfg, device, data_dir=None):
-        method = super().build(cfg, device, data_dir)
-        if method.supervised and cfg["init_from_unsup"]:
-            from ..trained import kept_checkpoint
+    def dependencies(cls, cfg):
+        return {"unsupervised": unsupervised_run(cfg)} if cfg["train_data"] == "snli" and cfg["init_from_unsup"] else {}
 
-            state = torch.load(kept_checkpoint(unsupervised_run(cfg), data_dir), map_location=device, weights_only=False)
+    @classmethod
+    def build(cls, cfg, device, data_dir=None, dependencies=None):
+        method = super().build(cfg, device, data_dir)
+        if "unsupervised" in (dependencies or {}):
+            state = dependencies["unsupervised"].state_dict()
             keep = ("encoder.",) + (("decoder.", "projection.", "lm_head.") if cfg["reuse_decoder"] else ())
             method.load_state_dict({k: v for k, v in state.items() if k.startswith(keep)}, strict=False)
         return method

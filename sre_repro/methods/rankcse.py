@@ -8,8 +8,8 @@ L = InfoNCE + gamma * ListMLE. With `byop=constant|dynamic` the InfoNCE term is 
 - Teacher ranking: frozen sentence encoders trained by this book, not the paper's DiffCSE-bert-base-sts and
   unsup-SimCSE-bert-large (not available offline, and of other PLMs than the edition's). `teachers` lists
   `method:seed` runs of the same PLM and scale (default: unsupervised SimCSE with seeds 1 and 2, seeds that
-  no student uses); each is trained once through the ordinary training loop and its kept checkpoint is
-  cached (sre_repro/trained.py). Teachers run in eval mode (no
+  no student uses); the trainer trains each once through the ordinary loop and passes its kept weights in
+  (train.trained_method). Teachers run in eval mode (no
   dropout) with their test-time pooler; with two, the scores are mixed alpha*T1 + (1-alpha)*T2 (alpha 0.33,
   community default). Only the teachers' order matters to ListMLE, so their temperature is left out.
 - A teacher's similarities for a batch are kept in memory (`TEACHER_CACHE_BYTES`, least recently used
@@ -26,7 +26,7 @@ L = InfoNCE + gamma * ListMLE. With `byop=constant|dynamic` the InfoNCE term is 
   sum (`listmle_reduction=sum`) and shows each term's share; `mean` divides the term by N.
 - Left out: the community code's Jensen-Shannon self-distillation term, which clamps after the log and so
   computes minus the entropy instead (official_code.md, 3.3); Table 3 names the ListMLE variant.
-A teacher's code is not part of this method's code hash: after changing simcse.py, rerun with force=True.
+A RankCSE probe trains its teachers too (shrunk alike), so a change of the teachers' code changes its fingerprint.
 Data parallel (torchrun): the InfoNCE term sees every process's rows (common.info_nce), but ListMLE ranks
 each process's own batch against its teachers' scores of that batch, so N processes with batch b are not one
 process with batch N*b for this method: the ranking lists are b long.
@@ -117,16 +117,15 @@ class RankCSE(DropoutViews):
             raise SreError(f"margin must be >= 0 (the sign is in the perturbation), got {cfg['margin']}")
 
     @classmethod
-    def build(cls, cfg, device, data_dir=None):
-        from ..train import seed_everything
-        from ..trained import trained_method
+    def dependencies(cls, cfg):
+        return {f"teacher {i + 1}": teacher_cfg(cfg, m, s) for i, (m, s) in enumerate(parse_teachers(cfg["teachers"]))}
 
-        configs = [teacher_cfg(cfg, m, s) for m, s in parse_teachers(cfg["teachers"])]
-        teachers = [trained_method(c, device, data_dir) for c in configs]
-        seed_everything(cfg["seed"])  # a teacher trained just now must not change the student's random state
+    @classmethod
+    def build(cls, cfg, device, data_dir=None, dependencies=None):
         method = super().build(cfg, device, data_dir)
+        teachers = list(dependencies.values())
         method._teachers = teachers  # a plain list: not parameters, not in the checkpoints
-        # the weights file's name holds the teacher's config, code and PLM; its time tells a rewritten file apart
+        # the weights file's name holds the teacher's config, computation and PLM; its time tells a rewritten file apart
         method._teacher_keys = [f"{t.kept_file.name}:{t.kept_file.stat().st_mtime_ns}" for t in teachers]
         return method
 

@@ -150,6 +150,7 @@ class SARCSE(Method):
     Params = Params
     SCALE_PRESETS = {
         "smoke": dict(co_t=32),
+        "cpu": dict(head_lr=1e-3),  # the added modules' rate, chosen on STS-B dev by the appendix "The cpu recipe"
         "paper": dict(model_name="roberta-base", lr=1e-5, batch_size=64),
     }
 
@@ -160,7 +161,7 @@ class SARCSE(Method):
         self.register_buffer("frequencies", torch.zeros(len(encoder.tokenizer)), persistent=False)
 
     @classmethod
-    def build(cls, cfg, device, data_dir=None):
+    def build(cls, cfg, device, data_dir=None, dependencies=None):
         method = cls(cfg, _SarcseEncoder(cfg["model_name"], pooler=cfg["eval_pooler"], device=device))
         method.data_dir = data_dir
         return method

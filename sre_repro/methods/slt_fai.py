@@ -145,10 +145,11 @@ def majority_share(targets: torch.Tensor, positions: torch.Tensor) -> torch.Tens
 
 class SLTFAI(Method):
     Params = Params
+    PROBE_OVERRIDES = {"analysis_sentences": 16, "aux_warmup_steps": 1}  # the auxiliary losses act from step 2
     SCALE_PRESETS = {"smoke": dict(train_data="sts_unlabeled", eval_pooler="avg", analysis_sentences=60, aux_warmup_steps=2),
                      # cpu: the warm-up in steps, the paper's share of a run (ConSERT: 0.5 of 10 epochs = 5 %);
-                     # the SimCSE block sets 10 (its 0.1 of one epoch)
-                     "cpu": dict(CONSERT_RECIPE, analysis_sentences=2000, aux_warmup_steps=5),
+                     # the SimCSE block sets 10 (its 0.1 of one epoch); head_lr chosen by the appendix "The cpu recipe"
+                     "cpu": dict(CONSERT_RECIPE, analysis_sentences=2000, aux_warmup_steps=5, head_lr=1e-3),
                      "paper": CONSERT_PAPER}
 
     def __init__(self, cfg, encoder):
@@ -195,7 +196,7 @@ class SLTFAI(Method):
         return presets
 
     @classmethod
-    def build(cls, cfg, device, data_dir=None):
+    def build(cls, cfg, device, data_dir=None, dependencies=None):
         """The method with its frequency labels, read from the data dir's BookCorpus counts."""
         from ..data.corpora import bookcorpus_token_counts
         from ..evaluate.frequency import frequency_labels

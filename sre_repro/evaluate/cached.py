@@ -1,0 +1,98 @@
+"""Cached evaluations: of a model as it is, or of a training run's kept weights. One helper looks a record up,
+computes it when missing and saves it (`cached`); each kind's computation is a function of its config alone
+(`COMPUTE`), so a fingerprint's probe can run it shrunk (sre_repro/fingerprints.py).
+
+Kinds: "eval" (STS and geometry of a model as it is: the "without training" rows), "transfer" (SentEval's
+transfer tasks), "hard_subset" (PT-BERT's hard-length subset), "frequency" (SLT-FAI's frequency analyses of a
+model as it is), "retrieval" (QQP), "poolers" (the STS of a run's kept weights under other poolers). A config
+with a "run" key (a resolved training config) evaluates that run's kept weights (trained once where this
+machine lacks them: train.kept_checkpoint).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .. import runs
+from ..data.corpora import unlabeled_sts
+from ..encoder import load_encoder
+from ..train import trained_method
+from .frequency import frequency_analysis
+from .hard_subset import evaluate_hard_subset
+from .model import eval_config, evaluate_final
+from .retrieval import qqp_retrieval
+from .transfer import evaluate_transfer
+from .whitening import Whitening
+
+
+def _encode(cfg: dict, data_dir=None):
+    """The embedding function a config evaluates: its run's kept weights, or its model with its pooler."""
+    if "run" in cfg:
+        return trained_method(cfg["run"], data_dir=data_dir).encode
+    return load_encoder(cfg["model_name"], pooler=cfg["pooler"]).encode  # pools with its own pooler
+
+
+def _eval(cfg: dict, data_dir=None) -> dict:
+    encoder = load_encoder(cfg["model_name"], cfg["pooler"])
+    encode = raw = lambda s: encoder.encode(s, pooler=cfg["pooler"], precision=cfg["precision"])  # noqa: E731
+    if cfg["whiten"]:
+        corpus = unlabeled_sts(data_dir)
+        table = dict(zip(corpus, raw(corpus)))  # holds every evaluated sentence: one encoding pass in all
+        whitening = Whitening(cfg["whiten_dim"] or None).fit(np.stack(list(table.values())))
+        encode = lambda s: whitening.transform(np.stack([table[x] if x in table else raw([x])[0] for x in s]))  # noqa: E731
+    return evaluate_final(encode, data_dir, cfg["tasks"], cfg["max_pairs"])
+
+
+def _transfer(cfg: dict, data_dir=None) -> dict:
+    return evaluate_transfer(_encode(cfg, data_dir), cfg["tasks"], data_dir, cfg["kfold"], cfg["mrpc_features"],
+                             cfg["solver"], cfg["sst2_train"], cfg["max_examples"])
+
+
+def _hard_subset(cfg: dict, data_dir=None) -> dict:
+    return evaluate_hard_subset(_encode(cfg, data_dir), data_dir, cfg["max_pairs"], **cfg["thresholds"])
+
+
+def _frequency(cfg: dict, data_dir=None) -> dict:
+    return {"frequency": frequency_analysis(load_encoder(cfg["model_name"], pooler="avg"), cfg["n_sentences"], data_dir)}
+
+
+def _retrieval(cfg: dict, data_dir=None) -> dict:
+    return qqp_retrieval(_encode(cfg, data_dir), data_dir, map_cutoff=cfg["map_cutoff"], max_pairs=cfg["max_pairs"])
+
+
+def _poolers(cfg: dict, data_dir=None) -> dict:
+    """Every pooler's STS of the run's kept weights; the run's own pooler is read from its record when it has one."""
+    run = cfg["run"]
+    record = runs.read(run["method"], run)
+    method = trained_method(run, data_dir=data_dir)
+    scores = {}
+    for pooler in cfg["poolers"]:
+        if pooler == run["eval_pooler"] and record is not None:
+            scores[pooler] = record["metrics"]["sts"]
+            continue
+        encode = lambda s, p=pooler: method.encoder.encode(s, pooler=p, precision=run["precision"])  # noqa: E731
+        scores[pooler] = evaluate_final(encode, data_dir, max_pairs=run["eval_max_pairs"])["sts"]
+    return {"sts": scores}
+
+
+COMPUTE = {"eval": _eval, "transfer": _transfer, "hard_subset": _hard_subset, "frequency": _frequency,
+           "retrieval": _retrieval, "poolers": _poolers}
+assert set(COMPUTE) == set(runs.EVALUATION_SIZE_KNOBS)
+
+
+def cached(kind: str, cfg: dict, data_dir=None, force: bool = False, results_root=None,
+           allow_stale: bool = False) -> dict:
+    """The record of evaluation `kind` with config `cfg`: served from the store, else computed and saved."""
+    hit = runs.lookup(kind, cfg, results_root, force=force, allow_stale=allow_stale)
+    if hit is not None:
+        return hit
+    started = time.time()
+    metrics = COMPUTE[kind](cfg, data_dir)
+    return runs.save(kind, cfg, {"metrics": metrics, "wall_seconds": time.time() - started}, results_root)
+
+
+def evaluate_model(data_dir=None, force: bool = False, results_root=None, allow_stale: bool = False,
+                   **overrides) -> dict:
+    """STS scores and STS-B geometry of a model as it is (cached like a training run)."""
+    return cached("eval", eval_config(**overrides), data_dir, force, results_root, allow_stale)

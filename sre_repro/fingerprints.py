@@ -1,0 +1,265 @@
+"""Behavioural fingerprints: a record stays valid while its variant computes the same numbers.
+
+A *variant* is what a record's config asks the code to compute, less its size (runs.variants): a training run's
+config without seed, steps, batch, examples and evaluation pairs (and the size knobs its method's probe shrinks,
+`Method.PROBE_OVERRIDES`), or an evaluation's config without its sample size. Its *probe* runs the variant's own
+config (PLM, pooler, data, method knobs) shrunk only in those knobs (PROBE_SIZE), single-threaded on the CPU, and
+records numbers that any change to the computation moves: per step the digest of the batch after collation and
+augmentation, the gradient norm and every loss term; the dev curve; the final scores. The runs a method depends on
+(RankCSE's teachers, supervised PaSeR's unsupervised run) are shrunk alike and trained inside its probe.
+
+The probe's numbers and their digest (the fingerprint) are committed in results/fingerprints/<variant>.json; each
+record names the fingerprint it was computed under (runs.save), so a record is stale exactly when its variant's
+fingerprint changed. `records check` recomputes every probe (cached per source tree in work/probes/, so an
+unchanged tree costs nothing) and fails on a variant whose numbers moved; `records accept` makes that a
+decision: it commits the new numbers, and the records computed under the old ones read stale until recomputed.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+import torch
+
+from . import runs
+from .errors import SreError
+from .config import probing, resolve
+from .evaluate.cached import cached
+from .methods import get_method
+from .train import train
+
+PROBE_SIZE = {"seed": 42, "max_steps": 3, "epochs": 1, "batch_size": 8, "max_train_examples": 48, "eval_steps": 1,
+              "checkpoint_steps": 0, "eval_max_pairs": 8, "device": "cpu", "world_size": 1}
+EVALUATION_PROBE_SIZE = {"max_pairs": 8, "max_examples": 60, "n_sentences": 16}
+# Same computation, another machine of the same kind: the last bits of a float may differ, nothing more
+RTOL, ATOL = 1e-5, 1e-6
+TIMING = ("seconds", "wall")  # keys holding times are not numbers of the computation
+
+
+def probe_config(kind: str, cfg: dict) -> dict:
+    """A record's config shrunk to its variant's probe."""
+    if kind in runs.EVALUATION_SIZE_KNOBS:
+        shrunk = {**cfg, **{k: EVALUATION_PROBE_SIZE[k] for k in runs.EVALUATION_SIZE_KNOBS[kind]}}
+        if "run" in cfg:
+            shrunk["run"] = probe_config(cfg["run"]["method"], cfg["run"])
+        return shrunk
+    return {**cfg, **PROBE_SIZE, **get_method(kind).PROBE_OVERRIDES}
+
+
+def run_probe(kind: str, cfg: dict, data_dir=None) -> dict:
+    """The probe's numbers (see the module's docstring). Its runs' checkpoints and the kept weights of what
+    they depend on live in work/probes/; its records in a temporary folder."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    saved_env = {k: os.environ.get(k) for k in ("SRE_REPRO_RESULTS", "SRE_REPRO_WORK")}
+    try:
+        with tempfile.TemporaryDirectory() as results, probing(PROBE_SIZE):
+            os.environ["SRE_REPRO_RESULTS"] = results
+            os.environ["SRE_REPRO_WORK"] = str(runs.work_dir(saved_env["SRE_REPRO_WORK"]) / "probes")
+            if kind in runs.EVALUATION_SIZE_KNOBS:
+                return {"metrics": cached(kind, cfg, data_dir, force=True)["metrics"]}
+            steps: list = []
+            record = train(resolve(overrides=cfg), data_dir=data_dir, force=True, trace=steps)
+            return {"steps": steps, "dev_curve": record["dev_curve"], "metrics": record["metrics"],
+                    "training": record["training"]}
+    finally:
+        torch.set_num_threads(threads)
+        for key, value in saved_env.items():
+            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+
+
+def flatten(value, prefix: str = "") -> dict:
+    """{path: leaf} of nested dicts and lists, leaving out timings."""
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() if not any(t in str(key) for t in TIMING)
+                for k, v in flatten(item, f"{prefix}/{key}").items()}
+    if isinstance(value, (list, tuple)):
+        return {k: v for i, item in enumerate(value) for k, v in flatten(item, f"{prefix}[{i}]").items()}
+    return {prefix: value}
+
+
+def first_difference(old: dict, new: dict) -> str | None:
+    """The first number that differs between two probes' numbers (floats within RTOL/ATOL agree), or None."""
+    a, b = flatten(old), flatten(new)
+    for key in sorted(set(a) | set(b)):
+        x, y = a.get(key, "<absent>"), b.get(key, "<absent>")
+        if isinstance(x, float) and isinstance(y, (int, float)) and not isinstance(y, bool):
+            same = (math.isnan(x) and math.isnan(y)) or math.isclose(x, y, rel_tol=RTOL, abs_tol=ATOL)
+        else:
+            same = x == y
+        if not same:
+            return f"{key}: {x} -> {y}"
+    return None
+
+
+def fingerprint_of(numbers: dict) -> str:
+    """The label of a probe's numbers (rounded to 6 significant digits, so it names them, not their last bits)."""
+    rounded = {k: float(f"{v:.6g}") if isinstance(v, float) else v for k, v in flatten(numbers).items()}
+    return runs.config_hash(rounded)[:12]
+
+
+# ----- the store's records and their variants ----------------------------------------------------------------
+
+def records(root=None) -> dict[Path, dict]:
+    """Every record of the store (path -> record), fingerprints and the benchmark aside."""
+    out = {}
+    for path in sorted(runs.results_dir(root).glob("*/*.json")):
+        if path.parent.name != "fingerprints":
+            try:
+                out[path] = json.loads(path.read_text())
+            except ValueError:
+                print(f"unreadable record {path}: recompute it with --force", file=sys.stderr)
+    return out
+
+
+def committed(root=None) -> dict[str, dict]:
+    """Variant id -> its committed fingerprint file's content."""
+    folder = runs.results_dir(root) / "fingerprints"
+    return {path.stem: json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))}
+
+
+def _probe_cache(variant: str) -> Path:
+    return runs.work_dir() / "probes" / "numbers" / runs.source_tree() / f"{variant}.json"
+
+
+def _probe_many(jobs: list[tuple[str, str, dict]], data_dir=None) -> dict[str, dict]:
+    """Variant -> numbers of each (variant, kind, probe config) job, in this process."""
+    out = {}
+    for variant, kind, cfg in jobs:
+        cache = _probe_cache(variant)
+        if cache.is_file():
+            out[variant] = json.loads(cache.read_text())
+            continue
+        print(f"probing {variant}", file=sys.stderr, flush=True)
+        out[variant] = json.loads(json.dumps(run_probe(kind, cfg, data_dir)))
+        runs.write_json_atomic(cache, out[variant])
+    return out
+
+
+def probe_all(jobs: list[tuple[str, str, dict]], data_dir=None, workers: int = 2) -> dict[str, dict]:
+    """Numbers of every job, on `workers` processes (one thread each). Jobs sharing a dependency (RankCSE's
+    teachers, a supervised run's unsupervised one, an evaluation's run) stay in one process, so two processes
+    never train the same run at once."""
+    todo = [job for job in jobs if not _probe_cache(job[0]).is_file()]
+    if workers <= 1 or len(todo) <= 1:
+        return _probe_many(jobs, data_dir)
+    shares: list[list] = [[] for _ in range(workers)]
+    groups: dict[str, list] = {}
+    for job in todo:
+        groups.setdefault(_dependency_group(job), []).append(job)
+    for group in sorted(groups.values(), key=len, reverse=True):
+        min(shares, key=len).extend(group)
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        for part in pool.map(_probe_many, [s for s in shares if s], [data_dir] * workers):
+            pass
+    return _probe_many(jobs, data_dir)  # every number now read from the cache
+
+
+def _dependency_group(job) -> str:
+    _, kind, cfg = job
+    run = cfg.get("run", cfg) if kind in runs.EVALUATION_SIZE_KNOBS else cfg
+    method = run.get("method", kind)
+    return method if method in ("rankcse", "paser") or "run" in cfg else job[0]
+
+
+def status(root=None, data_dir=None, workers: int = 2) -> dict:
+    """What `records check` reports: per variant with a committed fingerprint, whether its probe still
+    computes its numbers; the records that rest on a changed or an old fingerprint; unfingerprinted records."""
+    held = records(root)
+    fingerprints = committed(root)
+    users: dict[str, list[Path]] = {}
+    pending: dict[str, tuple[str, dict]] = {}  # variant -> (kind, probe config) of records without a fingerprint
+    stale, other_source = [], []
+    tree = runs.source_tree()
+    for path, record in held.items():
+        kind = record.get("kind")
+        for variant, fingerprint in (record.get("fingerprints") or {}).items():
+            users.setdefault(variant, []).append(path)
+            if fingerprint is None and variant not in fingerprints:
+                if record.get("source_tree") == tree:
+                    pending.setdefault(variant, _variant_probe(kind, record["config"], variant))
+                else:
+                    other_source.append(path)
+            elif fingerprint is not None and fingerprint != fingerprints.get(variant, {}).get("fingerprint"):
+                stale.append(path)
+    jobs = [(v, f["kind"], f["probe_config"]) for v, f in fingerprints.items() if v in users]
+    numbers = probe_all(jobs, data_dir, workers)
+    changed = {v: diff for v, f in fingerprints.items() if v in numbers
+               and (diff := first_difference(f["numbers"], numbers[v]))}
+    return {"changed": changed, "users": users, "stale": sorted(set(stale)), "other_source": sorted(set(other_source)),
+            "pending": pending, "numbers": numbers, "fingerprints": fingerprints,
+            "orphans": sorted(set(fingerprints) - set(users))}
+
+
+def _variant_probe(kind: str, cfg: dict, variant: str) -> tuple[str, dict]:
+    """(kind, probe config) of the variant `variant` that a record of `kind` with `cfg` rests on."""
+    if variant in runs.variants(kind, cfg) and next(iter(runs.variants(kind, cfg))) == variant:
+        return kind, probe_config(kind, cfg)
+    run = cfg["run"]  # an evaluation's run
+    return run["method"], probe_config(run["method"], run)
+
+
+def write_fingerprint(variant: str, kind: str, probe_cfg: dict, numbers: dict, root=None) -> str:
+    fingerprint = fingerprint_of(numbers)
+    variant_cfg = runs.variants(kind, probe_cfg)[variant] if variant in runs.variants(kind, probe_cfg) else None
+    runs.write_json_atomic(runs.fingerprint_path(variant, root),
+                           {"kind": kind, "variant": variant_cfg, "probe_config": probe_cfg, "numbers": numbers,
+                            "fingerprint": fingerprint, "source_tree": runs.source_tree()})
+    return fingerprint
+
+
+def accept(variants: list[str] | None = None, root=None, data_dir=None, workers: int = 2) -> list[str]:
+    """Commit the probes' current numbers for `variants` (default: every changed or unfingerprinted one) and
+    name the new fingerprints in the records computed by this very source that had none. Records computed
+    under an older fingerprint keep it, and so read stale until recomputed. Returns the lines to print."""
+    state = status(root, data_dir, workers)
+    wanted = set(variants or [*state["changed"], *state["pending"]])
+    unknown = wanted - set(state["fingerprints"]) - set(state["pending"])
+    if unknown:
+        raise SreError(f"no record rests on variant {sorted(unknown)[0]}: `python -m sre_repro records check` "
+                            "lists the variants")
+    fresh = probe_all([(v, *state["pending"][v]) for v in wanted if v in state["pending"]], data_dir, workers)
+    lines = []
+    for variant in sorted(wanted):
+        kind, cfg = state["pending"].get(variant) or (state["fingerprints"][variant]["kind"],
+                                                      state["fingerprints"][variant]["probe_config"])
+        numbers = fresh.get(variant) or state["numbers"][variant]
+        fingerprint = write_fingerprint(variant, kind, cfg, numbers, root)
+        lines.append(f"accepted {variant}: fingerprint {fingerprint}")
+    tree = runs.source_tree()
+    for path, record in records(root).items():
+        marks = record.get("fingerprints") or {}
+        todo = [v for v, f in marks.items() if f is None and v in wanted and record.get("source_tree") == tree]
+        if todo:
+            record["fingerprints"] = {**marks, **{v: runs.committed_fingerprint(v, root) for v in todo}}
+            runs.write_json_atomic(path, record)
+    return lines
+
+
+def report(state: dict) -> tuple[list[str], int]:
+    """The lines `records check` prints and its exit status (1 when a variant changed or records lack fingerprints)."""
+    lines = []
+    for variant, diff in sorted(state["changed"].items()):
+        held = state["users"][variant]
+        lines.append(f"changed {variant}: {diff}; stales {len(held)} record(s) ({', '.join(p.parent.name + '/' + p.name for p in held[:3])}"
+                     f"{', ...' if len(held) > 3 else ''}); accept the change with: python -m sre_repro records accept {variant}")
+    for variant in sorted(state["pending"]):
+        lines.append(f"unfingerprinted {variant}: {len(state['users'][variant])} record(s) computed by this source; "
+                     f"fingerprint them with: python -m sre_repro records accept {variant}")
+    status = 1 if lines else 0
+    if state["stale"]:
+        lines.append(f"{len(state['stale'])} record(s) rest on a fingerprint since changed (accepted) and read stale "
+                     f"until recomputed, e.g. {state['stale'][0]}")
+    if state["other_source"]:
+        lines.append(f"{len(state['other_source'])} record(s) without a fingerprint were computed by other source and "
+                     f"read stale, e.g. {state['other_source'][0]}")
+    checked = len(state["fingerprints"]) - len(state["orphans"])
+    lines.append(f"records check: {checked} variant(s) probed, {len(state['changed'])} changed, "
+                 f"{sum(len(state['users'][v]) for v in state['users'] if v in state['fingerprints'])} record link(s) checked")
+    return lines, status

@@ -1,0 +1,160 @@
+"""Behavioural fingerprints: what stales a record is a change of numbers, not of source bytes.
+
+The mutation tests copy the package, edit the copy and run `records check` on a store of smoke records made by
+the unedited copy: a refactor leaves every record valid, a changed number inside one method stales exactly its
+records, a changed evaluation exactly the records that carry it.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sre_repro import fingerprints, report, runs
+from sre_repro.config import resolve
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_variant_is_its_config_without_its_size():
+    small = resolve(overrides={"method": "simcse", "scale": "smoke", "seed": 1})
+    other = {**small, "seed": 7, "max_steps": 50, "batch_size": 4, "eval_max_pairs": 0}
+    assert list(runs.variants("simcse", small)) == list(runs.variants("simcse", other))
+    hotter = {**small, "temperature": 0.1}
+    assert list(runs.variants("simcse", hotter)) != list(runs.variants("simcse", small))
+    # an evaluation of a run's weights rests on its own variant and on the run's
+    evaluation = {"run": small, "model_name": "tiny-random", "thresholds": {}, "max_pairs": 8}
+    ids = list(runs.variants("hard_subset", evaluation))
+    assert ids[0].startswith("hard_subset-") and ids[1:] == list(runs.variants("simcse", small))
+    assert ids == list(runs.variants("hard_subset", {**evaluation, "max_pairs": 0, "run": other}))
+
+
+def test_numbers_agree_within_float_noise_and_not_beyond():
+    old = {"steps": [{"loss": 1.0, "batch": "ab"}], "metrics": {"sts": {"avg": 50.0}, "wall_seconds": 3.0}}
+    assert fingerprints.first_difference(old, {**old, "metrics": {"sts": {"avg": 50.0 + 1e-7}, "wall_seconds": 9.0}}) is None
+    assert fingerprints.first_difference(old, {**old, "metrics": {"sts": {"avg": 50.01}}}) == "/metrics/sts/avg: 50.0 -> 50.01"
+    assert fingerprints.first_difference(old, {**old, "steps": [{"loss": 1.0, "batch": "cd"}]}) == "/steps[0]/batch: ab -> cd"
+    assert fingerprints.fingerprint_of(old) == fingerprints.fingerprint_of({**old, "metrics": {"sts": {"avg": 50.0000001}}})
+
+
+def test_a_record_is_stale_exactly_when_its_variants_fingerprint_changed(tmp_path):
+    cfg = {"model_name": "glove", "pooler": "avg", "whiten": False, "whiten_dim": 0, "precision": "fp32",
+           "tasks": "sts", "max_pairs": 0}
+    (variant,) = runs.variants("eval", cfg)
+    path = runs.fingerprint_path(variant, tmp_path)
+    runs.write_json_atomic(path, {"fingerprint": "one"})
+    record = runs.save("eval", cfg, {"metrics": {}}, tmp_path)
+    assert record["fingerprints"] == {variant: "one"} and runs.read("eval", cfg, tmp_path)["stale"] is False
+    runs.write_json_atomic(path, {"fingerprint": "two"})  # an accepted change of numbers
+    assert runs.stale_reasons(runs.read("eval", cfg, tmp_path), tmp_path) == [f"{variant}: fingerprint one is now two"]
+    assert runs.lookup("eval", cfg, tmp_path) is None
+    # the book may still show it, flagged, but no verdict rests on it
+    assert report.verdict([1.0, 2.0, 3.0], "x")["verdict"] == "holds at this scale"
+    assert runs.lookup("eval", cfg, tmp_path, allow_stale=True)["stale"] is True
+    assert report.verdict([1.0, 2.0, 3.0], "x")["verdict"].startswith("stale: recompute with force=True (1 stale record(s)")
+
+
+# ----- mutation tests on a copy of the package ---------------------------------------------------------------
+
+STORE = """
+from sre_repro.evaluate.cached import cached
+from sre_repro.train import train
+simcse = train({"method": "simcse", "scale": "smoke"})
+train({"method": "simcse", "scale": "smoke", "seed": 43})
+train({"method": "byop", "scale": "smoke"})
+cached("hard_subset", {"run": simcse["config"], "model_name": "tiny-random", "thresholds": {}, "max_pairs": 100})
+"""
+
+
+def _run(copy: Path, store: Path, *args: str, code: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "SRE_REPRO_RESULTS": str(store / "results"), "SRE_REPRO_WORK": str(store / "work"),
+           "PYTHONPATH": str(copy)}
+    command = [sys.executable, "-c", code] if code else [sys.executable, "-m", "sre_repro", *args]
+    return subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True, timeout=600)
+
+
+def _edit(copy: Path, rel: str, old: str, new: str) -> None:
+    path = copy / "sre_repro" / rel
+    text = path.read_text()
+    assert old in text, f"{rel} no longer holds {old!r}: update the mutation"
+    path.write_text(text.replace(old, new, 1))
+
+
+@pytest.fixture(scope="module")
+def fingerprinted(tmp_path_factory):
+    """A copy of the package and a store of its smoke records, every variant fingerprinted."""
+    base = tmp_path_factory.mktemp("mutation")
+    copy, store = base / "repo", base / "store"
+    shutil.copytree(ROOT / "sre_repro", copy / "sre_repro", ignore=shutil.ignore_patterns("__pycache__"))
+    made = _run(copy, store, code=STORE)
+    assert made.returncode == 0, made.stderr[-2000:]
+    accepted = _run(copy, store, "records", "accept", "--workers", "1")
+    assert accepted.returncode == 0, accepted.stderr[-2000:]
+    assert len(accepted.stdout.splitlines()) == 3  # simcse (both seeds), byop, hard_subset
+    return copy, store
+
+
+def _check(fingerprinted, edits) -> tuple[int, str]:
+    copy, store = fingerprinted
+    sources = {rel: (copy / "sre_repro" / rel).read_text() for rel, _, _ in edits}
+    try:
+        for edit in edits:
+            _edit(copy, *edit)
+        done = _run(copy, store, "records", "check", "--workers", "1")
+    finally:
+        for rel, text in sources.items():
+            (copy / "sre_repro" / rel).write_text(text)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_a_refactor_that_changes_no_number_leaves_every_record_valid(fingerprinted):
+    status, out = _check(fingerprinted, [
+        ("train.py", "per_epoch = len(examples) // global_batch", "batches_per_epoch = len(examples) // global_batch"),
+        ("train.py", "total = cfg[\"max_steps\"] or per_epoch * cfg[\"epochs\"]",
+         "total = cfg[\"max_steps\"] or batches_per_epoch * cfg[\"epochs\"]"),
+        ("train.py", "math.ceil(total / per_epoch))]", "math.ceil(total / batches_per_epoch))]"),
+        ("train.py", "epoch, offset = divmod(step, per_epoch)", "epoch, offset = divmod(step, batches_per_epoch)"),
+        ("encoder.py", "def load_encoder(", "def _moved_helper():\n    return None\n\n\ndef load_encoder("),
+        ("methods/common.py", '"""The contract every method implements', '"""The contract each method implements')])
+    assert status == 0, out
+    assert "0 changed" in out
+
+
+def test_one_number_inside_one_method_stales_exactly_its_records(fingerprinted):
+    status, out = _check(fingerprinted, [("methods/simcse.py", "temperature: float = 0.05", "temperature: float = 0.06")])
+    copy, store = fingerprinted
+    changed = [line for line in out.splitlines() if line.startswith("changed ")]
+    assert status == 1 and len(changed) == 2, out  # simcse's variant, and the evaluation of a simcse run's weights
+    simcse = next(line for line in changed if line.startswith("changed simcse-"))
+    assert "stales 3 record(s)" in simcse and "records accept simcse-" in simcse  # two runs and the evaluation
+    assert not any(line.startswith("changed byop-") for line in changed)
+
+
+def test_a_changed_evaluation_stales_exactly_the_records_that_carry_it(fingerprinted):
+    status, out = _check(fingerprinted, [("evaluate/hard_subset.py", "positive_gap: int = 5", "positive_gap: int = 4")])
+    changed = [line for line in out.splitlines() if line.startswith("changed ")]
+    assert status == 1 and len(changed) == 1 and changed[0].startswith("changed hard_subset-"), out
+    assert "stales 1 record(s) (hard_subset/" in changed[0]
+
+
+def test_accepting_a_change_makes_the_old_records_stale_and_the_check_pass(fingerprinted):
+    copy, store = fingerprinted
+    check = _check(fingerprinted, [])
+    assert check[0] == 0, check[1]
+    _edit(copy, "methods/byop.py", "margin: float = 0.01", "margin: float = 0.02")
+    try:
+        assert _run(copy, store, "records", "check", "--workers", "1").returncode == 1
+        variant = next(p.stem for p in (store / "results" / "fingerprints").glob("byop-*.json"))
+        assert _run(copy, store, "records", "accept", variant, "--workers", "1").returncode == 0
+        done = _run(copy, store, "records", "check", "--workers", "1")
+        assert done.returncode == 0 and "1 record(s) rest on a fingerprint since changed" in done.stdout, done.stdout
+        (record,) = (store / "results" / "byop").glob("*.json")
+        stale = _run(copy, store, code=f"import json; from sre_repro import runs; "
+                                     f"print(runs.stale_reasons(json.load(open({str(record)!r}))))")
+        assert f"{variant}: fingerprint" in stale.stdout
+    finally:
+        shutil.rmtree(copy / "sre_repro")
+        shutil.copytree(ROOT / "sre_repro", copy / "sre_repro", ignore=shutil.ignore_patterns("__pycache__"))
