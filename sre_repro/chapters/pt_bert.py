@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from .. import book
+from .. import book, report
 from ..errors import SreError
 
 # The cpu edition runs the ends of each ablation range around the preset; the list parameters run the rest.
@@ -112,12 +112,8 @@ def as_h(run: dict) -> dict:
 def mean_curve_gap(better: list[dict], worse: list[dict], metric: str) -> np.ndarray:
     """Per seed, `worse`'s minus `better`'s `metric` averaged over the evaluation steps both runs share
     (Figure 3's "lower at almost every step", as one number per seed; runs matched by seed)."""
-    by_seed = {r["seed"]: {p["step"]: p[metric] for p in r["dev_curve"]} for r in worse}
-    gaps = []
-    for r in better:
-        other = by_seed[r["seed"]]
-        gaps.append(np.mean([other[p["step"]] - p[metric] for p in r["dev_curve"] if p["step"] in other]))
-    return np.array(gaps)
+    by_seed = {r["seed"]: r for r in worse}
+    return np.array([np.mean(report.curve_differences(r, by_seed[r["seed"]], metric)) for r in better])
 
 
 def effects_over_simcse(runs: dict[str, list[dict]]) -> pd.DataFrame:
