@@ -42,7 +42,8 @@ def gemm(n: int = 2048, repeats: int = 5) -> list[dict]:
     return out
 
 
-def simcse_steps(model: str, precision: str, sentences: list[str], steps: int, pooler: str = "cls") -> dict:
+def simcse_step(model: str, precision: str, sentences: list[str], pooler: str = "cls"):
+    """One of our SimCSE training steps (batch 64, length 32) as a function to call: each call trains the next batch."""
     cfg = resolve(overrides={"model_name": model, "precision": precision, "batch_size": 64, "max_len": 32,
                              "pooler": pooler, "eval_pooler": pooler})
     torch.manual_seed(0)
@@ -60,28 +61,33 @@ def simcse_steps(model: str, precision: str, sentences: list[str], steps: int, p
         optimizer.step()
         optimizer.zero_grad()
 
-    t = _median_time(step, steps)
+    return step
+
+
+def simcse_steps(model: str, precision: str, sentences: list[str], steps: int, pooler: str = "cls") -> dict:
+    t = _median_time(simcse_step(model, precision, sentences, pooler), steps)
     return {"model": model, "precision": precision, "batch": 64, "max_len": 32, "step_s": t,
             "sentences_per_s": 64 / t, "steps_timed": steps, "pooler": pooler}
 
 
-def sentence_transformers_steps(model: str, precision: str, sentences: list[str], steps: int) -> dict:
+def sentence_transformers_steps(model: str, precision: str, sentences: list[str], steps: int, between=None) -> dict:
     """The training peer: sentence-transformers' own trainer on unsupervised SimCSE (each sentence its own
     positive, MultipleNegativesRankingLoss at scale 20 = temperature 0.05), mean pooling, batch 64, length 32,
-    no gradient clipping (our step has none); the median of `steps` steps after two warm-up steps."""
+    no gradient clipping (our step has none); the median of `steps` steps after two warm-up steps. `between`:
+    called after each of the peer's steps, outside its timing (training_peer times our step there)."""
     import tempfile
 
     from datasets import Dataset
-    from sentence_transformers import (SentenceTransformer, SentenceTransformerTrainer,
-                                       SentenceTransformerTrainingArguments, losses, models)
+    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
     from transformers import TrainerCallback
 
     from .encoder import resolve_model_path
 
     torch.manual_seed(0)
-    transformer = models.Transformer(str(resolve_model_path(model)), max_seq_length=32)
-    st = SentenceTransformer(modules=[transformer, models.Pooling(transformer.get_embedding_dimension(), "mean")],
-                             device="cpu")
+    transformer = Transformer(str(resolve_model_path(model)), max_seq_length=32)
+    st = SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension(), "mean")], device="cpu")
     times = []
 
     class StepTimer(TrainerCallback):
@@ -90,6 +96,8 @@ def sentence_transformers_steps(model: str, precision: str, sentences: list[str]
 
         def on_step_end(self, *_, **__):
             times[-1] += time.perf_counter()
+            if between is not None:
+                between()
 
     batch, total = 64, steps + 2
     data = Dataset.from_dict({"anchor": sentences[:batch * total], "positive": sentences[:batch * total]})
@@ -99,7 +107,7 @@ def sentence_transformers_steps(model: str, precision: str, sentences: list[str]
             max_grad_norm=0.0, bf16=precision == "bf16", use_cpu=True, report_to=[], save_strategy="no",
             logging_strategy="no", dataloader_drop_last=True, disable_tqdm=True, seed=0)
         SentenceTransformerTrainer(model=st, args=args, train_dataset=data,
-                                   loss=losses.MultipleNegativesRankingLoss(st, scale=20.0),
+                                   loss=MultipleNegativesRankingLoss(st, scale=20.0),
                                    callbacks=[StepTimer()]).train()
     t = statistics.median(times[2:])
     return {"model": model, "precision": precision, "batch": batch, "max_len": 32, "step_s": t,
@@ -116,16 +124,25 @@ def has_bf16_units() -> bool:
 
 def training_peer(sentences: list[str], quick: bool = False) -> dict:
     """Our SimCSE step against sentence-transformers' on the same model (MiniLM, mean pooling), batch, length and
-    precision, in one run; bf16 only where the CPU has bf16 units."""
+    precision, in one run; bf16 only where the CPU has bf16 units. The two alternate, one timed step of each in
+    turn (ours right after each of the peer's), so that the machine's noise falls on both alike; each side's
+    median of `steps` steps after the same two warm-up steps."""
     import sentence_transformers
 
     steps = 3 if quick else 8
     rows = []
     for precision in ("fp32", "bf16") if has_bf16_units() else ("fp32",):
-        ours = simcse_steps("minilm", precision, sentences, steps, pooler="avg")
-        peer = sentence_transformers_steps("minilm", precision, sentences, steps)
-        rows.append({"precision": precision, "ours_step_s": ours["step_s"], "peer_step_s": peer["step_s"],
-                     "ours_over_peer": ours["step_s"] / peer["step_s"], "steps_timed": steps})
+        ours_step, ours_times = simcse_step("minilm", precision, sentences, pooler="avg"), []
+
+        def timed_ours():
+            start = time.perf_counter()
+            ours_step()
+            ours_times.append(time.perf_counter() - start)
+
+        peer = sentence_transformers_steps("minilm", precision, sentences, steps, between=timed_ours)
+        ours_s = statistics.median(ours_times[2:])
+        rows.append({"precision": precision, "ours_step_s": ours_s, "peer_step_s": peer["step_s"],
+                     "ours_over_peer": ours_s / peer["step_s"], "steps_timed": steps})
         print(rows[-1], flush=True)
     return {"model": "minilm", "pooler": "mean", "batch": 64, "max_len": 32, "loss": "InfoNCE, temperature 0.05",
             "peer": f"sentence-transformers {sentence_transformers.__version__}", "bf16_units": len(rows) == 2,
@@ -175,8 +192,8 @@ def pretraining_steps(layers: int, hidden: int, steps: int, data_dir=None) -> di
 
 def main(out: str = "results/benchmark.json", quick: bool = False, data_dir=None, only: str = "") -> dict:
     torch.manual_seed(0)
-    if only:  # refresh just this section of an existing report
-        report = json.loads(Path(out).read_text())
+    if only:  # refresh just this section of the report (a new report of this section alone where `out` is new)
+        report = json.loads(Path(out).read_text()) if Path(out).exists() else {}
         report[only] = (training_peer(wiki1m(data_dir), quick) if only == "peer" else
                         [pretraining_steps(l, h, 2 if quick else 4, data_dir) for l, h in PRETRAIN_SIZES])
         write_json_atomic(Path(out), report)

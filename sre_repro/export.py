@@ -44,7 +44,8 @@ def find_record(run: str, results_root=None) -> dict:
 
 def export(run: str, to, results_root=None, data_dir=None) -> Path:
     """Write the run's encoder to `to` (HF + sentence-transformers); returns the folder."""
-    from sentence_transformers import SentenceTransformer, models
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Dense, Pooling, Transformer, WeightedLayerPooling
 
     record = find_record(run, results_root)
     cfg = record["config"]
@@ -60,18 +61,18 @@ def export(run: str, to, results_root=None, data_dir=None) -> Path:
     layers = encoder.model.config.num_hidden_layers
     max_len = min(512, getattr(encoder.tokenizer, "model_max_length", 512),
                   getattr(encoder.model.config, "max_position_embeddings", 512))
-    transformer = models.Transformer(str(out), max_seq_length=max_len,
-                                     config_kwargs={"output_hidden_states": pooler.startswith("avg_")})
+    transformer = Transformer(str(out), max_seq_length=max_len,
+                              config_kwargs={"output_hidden_states": pooler.startswith("avg_")})
     dim = transformer.get_embedding_dimension()
     stack = [transformer]
     if pooler.startswith("avg_"):
         start = {"avg_first_last": 1, "avg_first_last_emb": 0, "avg_top2": layers - 1}[pooler]
         weights = [1.0] + [0.0] * (layers - start - 1) + [1.0]
-        stack.append(models.WeightedLayerPooling(dim, num_hidden_layers=layers, layer_start=start,
-                                                 layer_weights=torch.nn.Parameter(torch.tensor(weights))))
-    stack.append(models.Pooling(dim, pooling_mode="cls" if pooler.startswith("cls") else "mean"))
+        stack.append(WeightedLayerPooling(dim, num_hidden_layers=layers, layer_start=start,
+                                          layer_weights=torch.nn.Parameter(torch.tensor(weights))))
+    stack.append(Pooling(dim, pooling_mode="cls" if pooler.startswith("cls") else "mean"))
     if pooler == "cls_mlp":
-        dense = models.Dense(dim, dim, activation_function=torch.nn.Tanh())
+        dense = Dense(dim, dim, activation_function=torch.nn.Tanh())
         dense.linear.load_state_dict(encoder.mlp.dense.state_dict())
         stack.append(dense)
     model = SentenceTransformer(modules=stack, device="cpu")

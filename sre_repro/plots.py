@@ -93,6 +93,15 @@ def norm_vs_frequency(frames: dict):
 GOLD_GROUPS = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)]
 
 
+def gold_level(gold, low: float, high: float):
+    """Boolean mask of the pairs whose gold score lies in the level [low, high), the top level (high = 5)
+    closed so that a gold score of 5 counts."""
+    import numpy as np
+
+    gold = np.asarray(gold)
+    return (gold >= low) & ((gold < high) if high < 5 else (gold <= high))
+
+
 def cosine_by_gold(runs: dict[str, dict], gold):
     """SARCSE's Figure 3: density of the predicted cosine on STS-B test, one row per gold-score group
     (0-1 ... 4-5), one curve per run (each run's `stsb_test_cosine`)."""
@@ -102,7 +111,7 @@ def cosine_by_gold(runs: dict[str, dict], gold):
     fig, axes = plt.subplots(len(GOLD_GROUPS), 1, figsize=(6.4, 1.2 * len(GOLD_GROUPS) + 0.8), sharex=True)
     palette = sns.color_palette("colorblind", len(runs))
     for ax, (low, high) in zip(axes, reversed(GOLD_GROUPS)):
-        in_group = (gold >= low) & ((gold < high) if high < 5 else (gold <= high))
+        in_group = gold_level(gold, low, high)
         for color, (name, run) in zip(palette, runs.items()):
             values = np.asarray(run["metrics"]["stsb_test_cosine"])[in_group]
             sns.kdeplot(x=values, ax=ax, color=color, fill=True, alpha=0.25, label=name, warn_singular=False)

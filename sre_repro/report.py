@@ -81,6 +81,16 @@ def seed_table(groups: dict[str, list[dict]]) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index", columns=[*[SHORT.get(c, c) for c in COLUMNS], "seeds"])
 
 
+def curve_differences(run: dict, reference: dict, metric: str) -> np.ndarray:
+    """`reference`'s `metric` minus `run`'s at each evaluation step both runs' dev curves have (in `run`'s order):
+    how two runs' training differed step by step (e.g. a method against the same seed's baseline)."""
+    reference_values = {p["step"]: p[metric] for p in reference["dev_curve"]}
+    differences = [reference_values[p["step"]] - p[metric] for p in run["dev_curve"] if p["step"] in reference_values]
+    if not differences:
+        raise ValueError("the two runs share no evaluation step: compare runs with the same eval_steps")
+    return np.array(differences)
+
+
 def verdict(differences, claim: str, confidence: float = 0.95, negligible: float = 0.05) -> dict:
     """Holds when the interval of the mean difference lies above zero; reversed when below; no effect when it
     lies inside +-`negligible` points (below the tables' two decimals, where a consistent 0.001 would otherwise

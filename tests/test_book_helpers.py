@@ -30,6 +30,15 @@ def test_cosine_spread_is_the_within_group_variance():
     assert np.isnan(table.loc["m (seed 7)", "2-3"])
 
 
+def test_gold_levels_are_half_open_but_the_top_one_keeps_5():
+    from sre_repro.plots import GOLD_GROUPS, gold_level
+    gold = [0.0, 0.99, 1.0, 3.5, 4.0, 5.0]
+    assert gold_level(gold, 0, 1).tolist() == [True, True, False, False, False, False]
+    assert gold_level(gold, 1, 2).tolist() == [False, False, True, False, False, False]
+    assert gold_level(gold, 4, 5).tolist() == [False, False, False, False, True, True]
+    assert sum(gold_level(gold, lo, hi).sum() for lo, hi in GOLD_GROUPS) == len(gold)  # every pair in one level
+
+
 def test_importance_rows_scale_each_sentence_and_invert_errors():
     run = _run(importance={"err": [[("a", 2.0), ("b", 4.0), ("c", 3.0)]]})
     rows = sarcse_chapter.importance_rows(run, "err", "x", invert=True)

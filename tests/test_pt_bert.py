@@ -226,3 +226,10 @@ def test_paper_gains_and_the_hard_subset_of_a_record():
     assert chapter.hard_counts(record).loc["negative pairs", "STS12"] == 4
     with pytest.raises(SreError, match="unknown thresholds"):
         chapter.hard_subset(record, thresholds="loose")
+
+
+def test_mean_curve_gap_is_per_seed_the_mean_of_the_curve_differences():
+    from sre_repro.chapters.pt_bert import mean_curve_gap
+    worse = [{"seed": s, "dev_curve": [{"step": 10, "uniformity": -1.0 + s}, {"step": 20, "uniformity": -2.0 + s}]} for s in (1, 2)]
+    better = [{"seed": s, "dev_curve": [{"step": 10, "uniformity": -1.5 + s}, {"step": 20, "uniformity": -3.0 + s}]} for s in (2, 1)]
+    assert mean_curve_gap(better, worse, "uniformity").tolist() == [0.75, 0.75]

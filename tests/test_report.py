@@ -70,3 +70,12 @@ def test_paper_effect_puts_the_papers_gain_beside_ours():
     assert list(row)[:2] == ["claim", "paper effect"] and row["paper effect"] == 1.52
     assert row["mean difference"] == 2.0 and row["95% interval"] == "[-0.48, 4.48]" and row["seeds"] == "42, 43, 44"
     assert paper_effect(verdict(ours, "x"), None, [42])["paper effect"] is None
+
+
+def test_curve_differences_are_the_reference_minus_the_run_at_shared_steps():
+    reference = {"dev_curve": [{"step": 20, "alignment": 1.0}, {"step": 40, "alignment": 2.0}, {"step": 60, "alignment": 3.0}]}
+    run = {"dev_curve": [{"step": 40, "alignment": 1.5}, {"step": 20, "alignment": 1.25}, {"step": 80, "alignment": 9.0}]}
+    assert report.curve_differences(run, reference, "alignment").tolist() == [0.5, -0.25]  # run's order; 80 unshared
+    with pytest.raises(ValueError, match="share no evaluation step"):
+        report.curve_differences({"dev_curve": [{"step": 5, "alignment": 1.0}]}, reference, "alignment")
+

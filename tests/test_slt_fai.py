@@ -342,3 +342,11 @@ def test_isf_compares_the_sentence_as_it_is_with_its_copy(data_dir):
             assert float(terms["loss_isf"]) >= 2 * math.log(2) - 1e-6  # CE(l, 0) + CE(l, 1) of one logit pair
     with pytest.raises(SreError, match="isf_original"):
         resolve(overrides={"method": "slt_fai", "scale": "smoke", "isf_original": "both"})
+
+
+def test_kept_point_is_the_best_steps_evaluation_else_the_last():
+    from sre_repro.chapters import slt_fai as chapter
+
+    curve = [{"step": 10, "isf_changed": 0.1}, {"step": 20, "isf_changed": 0.2}, {"step": 30, "isf_changed": 0.3}]
+    assert chapter.kept_point({"dev_curve": curve, "metrics": {"best_step": 20}}) is curve[1]
+    assert chapter.kept_point({"dev_curve": curve, "metrics": {"best_step": 0}}) is curve[-1]

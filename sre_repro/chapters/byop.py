@@ -124,11 +124,7 @@ ACTED_DEV_GAP = 0.5
 def curve_gap(run: dict, reference: dict) -> float:
     """The largest |STS-B dev difference| between two runs' dev curves at the steps both evaluated: how far a
     perturbation moved training away from the same seed's SimCSE (0 when it changed nothing the dev set sees)."""
-    reference_dev = {p["step"]: p["stsb_dev"] for p in reference["dev_curve"]}
-    gaps = [abs(p["stsb_dev"] - reference_dev[p["step"]]) for p in run["dev_curve"] if p["step"] in reference_dev]
-    if not gaps:
-        raise ValueError("the two runs share no evaluation step: compare runs with the same eval_steps")
-    return max(gaps)
+    return float(np.abs(report.curve_differences(run, reference, "stsb_dev")).max())
 
 
 def perturbation_verdict(result: dict, runs: list[dict], reference: list[dict]) -> dict:

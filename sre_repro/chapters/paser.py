@@ -210,14 +210,14 @@ def reconstruction_table(groups: dict[str, list[dict]]) -> pd.DataFrame:
 
 def level_statistics(groups: dict[str, list[dict]], gold) -> pd.DataFrame:
     """Table 10: mean / variance of the STS-B test cosine within each gold level, per group (mean over runs)."""
-    from ..plots import GOLD_GROUPS
+    from ..plots import GOLD_GROUPS, gold_level
 
     gold = np.asarray(gold)
     rows = {}
     for name, runs in groups.items():
         cells = {}
         for lo, hi in GOLD_GROUPS:
-            inside = (gold >= lo) & ((gold < hi) if hi < 5 else (gold <= hi))
+            inside = gold_level(gold, lo, hi)
             values = [np.asarray(r["metrics"]["stsb_test_cosine"])[inside] for r in runs]
             cells[f"{lo}-{hi}"] = f"{np.mean([v.mean() for v in values]):.2f} / {np.mean([v.var() for v in values]):.3f}"
         rows[name] = cells

@@ -3,11 +3,10 @@ augmentations), SimCSE's training lengths (Table 2), the grids of Table 5, the h
 (Tables 1 and 5c), the pseudo-token attention maps and the paper's effects."""
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 
-from .. import book
+from .. import book, report
 from ..config import resolve
 from ..errors import SreError
 from ..evaluate.cached import cached
@@ -102,12 +101,8 @@ def as_h(run: dict) -> dict:
 def mean_curve_gap(better: list[dict], worse: list[dict], metric: str) -> np.ndarray:
     """Per seed, `worse`'s minus `better`'s `metric` averaged over the evaluation steps both runs share
     (Figure 3's "lower at almost every step", as one number per seed; runs matched by seed)."""
-    by_seed = {r["seed"]: {p["step"]: p[metric] for p in r["dev_curve"]} for r in worse}
-    gaps = []
-    for r in better:
-        other = by_seed[r["seed"]]
-        gaps.append(np.mean([other[p["step"]] - p[metric] for p in r["dev_curve"] if p["step"] in other]))
-    return np.array(gaps)
+    by_seed = {r["seed"]: r for r in worse}
+    return np.array([np.mean(report.curve_differences(r, by_seed[r["seed"]], metric)) for r in better])
 
 
 def effects_over_simcse(runs: dict[str, list[dict]]) -> pd.DataFrame:

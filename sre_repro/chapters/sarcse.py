@@ -45,7 +45,7 @@ def cosine_spread(groups: dict[str, list[dict]], gold) -> pd.DataFrame:
     by the variance of all the run's cosines, one row per run (a model whose cosines all crowd together has
     small within-group variances for that reason alone; the ratio asks how much of its spread lies within
     groups). The last column is that total variance."""
-    from ..plots import GOLD_GROUPS
+    from ..plots import GOLD_GROUPS, gold_level
 
     gold = np.asarray(gold)
     out = {}
@@ -53,8 +53,7 @@ def cosine_spread(groups: dict[str, list[dict]], gold) -> pd.DataFrame:
         for run in runs:
             cos = np.asarray(run["metrics"]["stsb_test_cosine"])
             total = float(cos.var())
-            row = {f"{lo}-{hi}": float(cos[(gold >= lo) & ((gold < hi) if hi < 5 else (gold <= hi))].var()) / total
-                   for lo, hi in GOLD_GROUPS}
+            row = {f"{lo}-{hi}": float(cos[gold_level(gold, lo, hi)].var()) / total for lo, hi in GOLD_GROUPS}
             out[f"{name} (seed {run['seed']})"] = {**row, "total variance": total}
     return pd.DataFrame(out).T
 

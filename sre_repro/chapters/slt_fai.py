@@ -127,10 +127,15 @@ def figure7_heads(record: dict) -> dict[str, pd.DataFrame]:
             for h, m in enumerate(entry["heads"])}
 
 
+def kept_point(run: dict) -> dict:
+    """The run's dev-curve point at its kept step (`best_step`), else its last evaluation."""
+    return next((p for p in run["dev_curve"] if p["step"] == run["metrics"]["best_step"]), run["dev_curve"][-1])
+
+
 def discriminator_margins(records: list[dict]) -> dict[str, float]:
     """Mean over runs, at the kept step: the similarity discriminator's accuracy minus the majority share of its
     positions, and the information discriminator's accuracy (chance 0.5)."""
-    kept = [next(p for p in r["dev_curve"] if p["step"] == r["metrics"]["best_step"]) for r in records]
+    kept = [kept_point(r) for r in records]
     margins = {}
     if all("at_accuracy" in p for p in kept):
         margins["at_margin"] = float(np.mean([p["at_accuracy"] - p["at_majority"] for p in kept]))
@@ -147,8 +152,7 @@ def discriminator_table(groups: dict[str, list[dict]]) -> pd.DataFrame:
     rows = {}
     for name, records in groups.items():
         for r in records:
-            curve = {p["step"]: p for p in r["dev_curve"]}
-            first, kept = r["dev_curve"][0], curve.get(r["metrics"]["best_step"], r["dev_curve"][-1])
+            first, kept = r["dev_curve"][0], kept_point(r)
             row = {}
             if "at_accuracy" in first:
                 row["AT accuracy first → kept"] = f"{first['at_accuracy']:.3f} → {kept['at_accuracy']:.3f}"
