@@ -295,3 +295,103 @@ def test_the_paper_scale_plan_validates_every_run_before_training():
     bad = {"PaSeR": ("paser", [42], {"mask_top_k": 0})}
     with pytest.raises(SreError, match="mask_top_k"):
         chapter.validate_plan(bad, "paper")
+
+
+def test_views_are_tokenised_once_and_cut_as_the_tokenizer_truncates(method):
+    from sre_repro.encoder import resolve_model_path
+    from transformers import AutoTokenizer
+
+    class Counting:  # the tokenizer, counting its calls
+        def __init__(self, tok):
+            self.tok, self.calls = tok, 0
+
+        def __call__(self, *args, **kwargs):
+            self.calls += 1
+            return self.tok(*args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(self.tok, name)
+
+    rows = ["short one", "[MASK] [MASK] one", " ".join(["word"] * 40), "[MASK] " * 30 + "tail", "Sulzberger " * 20, ""]
+    for tok in (method.encoder.tokenizer, AutoTokenizer.from_pretrained(resolve_model_path("sre-bert"))):
+        for max_len in (4, 16, 32, 0):
+            counting = Counting(tok)
+            batch, lengths = G.tokenize_with_lengths(counting, rows, max_len)
+            expected = tok(rows, padding=True, truncation=True, max_length=max_len or 512, return_tensors="pt")
+            assert counting.calls == 1 and list(batch) == list(expected)
+            assert all(torch.equal(batch[k], expected[k]) and batch[k].dtype == expected[k].dtype for k in expected)
+            assert lengths == [len(ids) for ids in tok(rows)["input_ids"]]
+
+
+def test_nltk_data_is_entered_once_per_batch(method, monkeypatch):
+    from sre_repro.data import corpora
+
+    sentences = ["A man is playing a large flute.", "Two dogs run across the green field.", "The market fell."]
+    method.collate(sentences)  # the RAKE extractor is made (it enters the context on its own)
+    entered, real = [], corpora.nltk_data
+    monkeypatch.setattr(corpora, "nltk_data", lambda *a: entered.append(a) or real(*a))
+    method.collate(sentences)
+    assert len(entered) == 1
+
+
+def test_mlm_collator_is_built_once_and_masks_as_a_fresh_one(method):
+    from transformers import DataCollatorForLanguageModeling
+
+    from sre_repro.masked_lm import mask_for_mlm, mlm_collator
+
+    tok = method.encoder.tokenizer
+    ids = method.encoder.tokenize(["A man is playing a large flute.", "Two dogs run across the green field."])["input_ids"]
+    assert mlm_collator(tok, 0.15) is mlm_collator(tok, 0.15)
+    torch.manual_seed(3)
+    masked, labels = mask_for_mlm(ids, tok, 0.5)
+    torch.manual_seed(3)
+    special = torch.isin(ids, torch.tensor(tok.all_special_ids))
+    expected = DataCollatorForLanguageModeling(tok, mlm_probability=0.5).torch_mask_tokens(ids.clone(), special_tokens_mask=special)
+    assert torch.equal(masked, expected[0]) and torch.equal(labels, expected[1])
+
+
+def test_syntax_training_draws_from_a_local_stream_the_global_seed_gave(data_dir):
+    import nltk
+    from nltk.tag.perceptron import PerceptronTagger
+
+    from sre_repro.data.corpora import nltk_data
+
+    state = random.getstate()
+    model = Ph.Syntax(data_dir, limit=60)
+    assert random.getstate() == state                     # the global random module is left alone
+    try:
+        with nltk_data(data_dir):                          # what the code did before: seed the global module
+            reference = PerceptronTagger(load=False)
+            random.seed(Ph.TAGGER_SEED)
+            reference.train(list(nltk.corpus.conll2000.tagged_sents("train.txt"))[:60], nr_iter=Ph.TAGGER_ITERATIONS)
+    finally:
+        random.setstate(state)
+    assert model.tagger.model.weights == reference.model.weights and model.tagger.tagdict == reference.tagdict
+
+
+def test_syntax_cache_is_keyed_on_version_and_training_inputs(monkeypatch):
+    key = Ph.syntax_cache_key(300)
+    assert key == Ph.syntax_cache_key(300) and key != Ph.syntax_cache_key(0)
+    monkeypatch.setattr(Ph, "SYNTAX_VERSION", Ph.SYNTAX_VERSION + 1)
+    assert Ph.syntax_cache_key(300) != key
+
+
+def test_eval_pooler_error_lists_every_accepted_pooler():
+    with pytest.raises(SreError) as error:
+        resolve(overrides={"method": "paser", "scale": "smoke", "eval_pooler": "cls_mlp"})
+    assert all(pooler in str(error.value) for pooler in P.EVAL_POOLERS)
+    for pooler in P.EVAL_POOLERS:
+        resolve(overrides={"method": "paser", "scale": "smoke", "eval_pooler": pooler})
+
+
+def test_helper_modules_do_not_import_methods():
+    import ast
+    from pathlib import Path
+
+    import sre_repro
+
+    for name in ("phrases", "eda", "generative", "masked_lm"):
+        tree = ast.parse((Path(sre_repro.__file__).parent / f"{name}.py").read_text())
+        imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        assert not any("methods" in m for m in imported), name
