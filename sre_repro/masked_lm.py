@@ -5,6 +5,7 @@ computed at the masked positions only (the same loss, ~1/0.15 less softmax work)
 from __future__ import annotations
 
 import copy
+from functools import lru_cache
 
 import torch
 import torch.nn.functional as F
@@ -35,12 +36,19 @@ def pretrained_mlm_head(encoder) -> tuple[nn.Module, bool]:
     return head.to(encoder.device_type), pretrained
 
 
+@lru_cache(maxsize=8)
+def mlm_collator(tokenizer, probability: float):
+    """HF's collator for the tokenizer, built once: without a seed it keeps no state of its own (every draw is
+    from the global torch RNG), so one instance masks exactly as a fresh one per call did."""
+    from transformers import DataCollatorForLanguageModeling
+
+    return DataCollatorForLanguageModeling(tokenizer, mlm_probability=probability)
+
+
 def mask_for_mlm(input_ids: torch.Tensor, tokenizer, probability: float = 0.15) -> tuple[torch.Tensor, torch.Tensor]:
     """(masked input ids, labels with -100 off the masked positions), drawn from the global torch RNG (whose
     state the trainer checkpoints). Special tokens ([CLS], [SEP], [PAD]) are never masked."""
-    from transformers import DataCollatorForLanguageModeling
-
-    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=probability)
+    collator = mlm_collator(tokenizer, probability)
     ids = input_ids.detach().cpu().clone()
     special = torch.isin(ids, torch.tensor(tokenizer.all_special_ids))
     masked, labels = collator.torch_mask_tokens(ids, special_tokens_mask=special)

@@ -12,6 +12,9 @@ from sre_repro.config import resolve
 from sre_repro.errors import SreError
 from sre_repro.evaluate.retrieval import average_precision, qqp_task, rank_scores, reciprocal_rank
 from sre_repro.masked_lm import mlm_loss
+from sre_repro import eda as E
+from sre_repro import generative as G
+from sre_repro import phrases as Ph
 from sre_repro.methods import paser as P
 
 
@@ -27,12 +30,12 @@ def test_rake_ranks_phrases_by_summed_degree_over_frequency(data_dir):
     # candidates split at stopwords/punctuation: "man", "playing", "large flute", "woman sings folk songs".
     # In one sentence every word occurs once and co-occurs with its phrase's L words: deg/freq = L, so a
     # phrase scores L * L: 16, 4, 1, 1 (ties in rake-nltk's order: reverse alphabetical).
-    rake = P.rake(data_dir)
+    rake = Ph.rake(data_dir)
     sentence = "A man is playing a large flute while a woman sings folk songs."
     rake.extract_keywords_from_sentences([sentence])
     assert rake.get_ranked_phrases_with_scores() == [(16.0, "woman sings folk songs"), (4.0, "large flute"),
                                                     (1.0, "playing"), (1.0, "man")]
-    assert P.rake_phrases(sentence, 2, rake) == ["woman sings folk songs", "large flute"]
+    assert Ph.rake_phrases(sentence, 2, rake) == ["woman sings folk songs", "large flute"]
     # a repeated word: "red" occurs twice (freq 2) with degree 2 + 2 = 4, so scores 2; "red wine" = 2 + 2 = 4
     rake.extract_keywords_from_sentences(["Red wine, red apples and cheese."])
     assert dict((p, s) for s, p in rake.get_ranked_phrases_with_scores()) == {"red wine": 4.0, "red apples": 4.0, "cheese": 1.0}
@@ -40,14 +43,14 @@ def test_rake_ranks_phrases_by_summed_degree_over_frequency(data_dir):
 
 def test_corpus_scope_scores_words_over_the_corpus(data_dir):
     # over the two sentences: "red" freq 2, degree 4 -> 2; "wine" degree 2, freq 1 -> 2; "cheese" -> 1, "blue" -> 2
-    scorer = P.CorpusRake(["Red wine and cheese.", "Red blue."], data_dir)
+    scorer = Ph.CorpusRake(["Red wine and cheese.", "Red blue."], data_dir)
     assert scorer.score["red"] == 2.0 and scorer.score["cheese"] == 1.0
     assert scorer.phrases("Red wine and cheese.", 5) == ["red wine", "cheese"]
 
 
 def test_phrases_are_found_at_every_occurrence_with_original_text(method):
-    tokens = P.words("The Red wine and the red wine again.")
-    assert P.occurrences(tokens, "red wine") == [(1, 3), (5, 7)]
+    tokens = Ph.words("The Red wine and the red wine again.")
+    assert Ph.occurrences(tokens, "red wine") == [(1, 3), (5, 7)]
     chosen = method.phrases(tokens, "The Red wine and the red wine again.", random.Random(0))
     assert chosen[0] == ("Red wine", [(1, 3), (5, 7)])
 
@@ -56,7 +59,7 @@ def test_mask_keeps_length_and_never_masks_special_tokens(method):
     tok = method.encoder.tokenizer
     sentence = "Sulzberger inspected the earthquakes in Chongqing yesterday."
     for phrase in ("Sulzberger", "earthquakes in Chongqing"):
-        spans = P.occurrences(P.words(sentence), phrase)
+        spans = Ph.occurrences(Ph.words(sentence), phrase)
         raw, masked, target = method.views(sentence, random.Random(0), how="none", phrases=[(phrase, spans)])
         a, b = tok(raw)["input_ids"], tok(masked)["input_ids"]
         assert len(a) == len(b)                                           # one [MASK] per wordpiece
@@ -69,8 +72,8 @@ def test_mask_keeps_length_and_never_masks_special_tokens(method):
 
 @pytest.mark.parametrize("unit, expected", [("word", 1), ("phrase", 1), ("wordpiece", 3)])
 def test_mask_units(method, unit, expected):
-    tokens = P.words("Sulzberger spoke")
-    units = P.mask_units(tokens, [(0, 1)], unit, method.encoder.tokenizer)
+    tokens = Ph.words("Sulzberger spoke")
+    units = E.mask_units(tokens, [(0, 1)], unit, method.encoder.tokenizer)
     assert units[0] == [" ".join(["[MASK]"] * expected), True] and units[1] == ["spoke", False]
     assert len(method.encoder.tokenizer.tokenize("Sulzberger")) == 3  # sul ##z ##berger
 
@@ -78,29 +81,29 @@ def test_mask_units(method, unit, expected):
 def test_eda_never_destroys_the_masks(method, data_dir):
     from sre_repro.data.corpora import nltk_data
 
-    tokens = P.words("The happy children quickly ate fresh red apples in the big garden today")
-    units = P.mask_units(tokens, [(6, 8), (10, 12)], "wordpiece", method.encoder.tokenizer)
+    tokens = Ph.words("The happy children quickly ate fresh red apples in the big garden today")
+    units = E.mask_units(tokens, [(6, 8), (10, 12)], "wordpiece", method.encoder.tokenizer)
     locked = [(i, t) for i, (t, lock) in enumerate(units) if lock]
     cfg = {"alpha_sr": 1.0, "alpha_rs": 1.0, "p_rd": 0.9}
     with nltk_data(data_dir):
         for seed in range(20):
             rng = random.Random(seed)
-            sr = P.synonym_replacement(units, 1.0, rng)
+            sr = E.synonym_replacement(units, 1.0, rng)
             assert [(i, t) for i, (t, lock) in enumerate(sr) if lock] == locked and sr != units
-            rs = P.random_swap(units, 1.0, rng)
+            rs = E.random_swap(units, 1.0, rng)
             assert [(i, t) for i, (t, lock) in enumerate(rs) if lock] == locked  # masks stay in place
-            rd = P.random_deletion(units, 0.9, rng)
+            rd = E.random_deletion(units, 0.9, rng)
             assert [t for t, lock in rd if lock] == [t for _, t in locked] and len(rd) > len(locked)
             for how in P.AUGMENTS:
-                out = P.text_of(P.augment(units, how, cfg, random.Random(seed)))
-                assert out.count("[MASK]") == P.text_of(units).count("[MASK]")
+                out = E.text_of(E.augment(units, how, cfg, random.Random(seed)))
+                assert out.count("[MASK]") == E.text_of(units).count("[MASK]")
 
 
 def test_synonyms_follow_eda(data_dir):
     from sre_repro.data.corpora import nltk_data
 
     with nltk_data(data_dir):
-        found = P.synonyms("happy")
+        found = E.synonyms("happy")
     assert "felicitous" in found and "glad" in found and "happy" not in found and list(found) == sorted(found)
     assert all(set(s) <= set(" abcdefghijklmnopqrstuvwxyz") for s in found)
 
@@ -112,16 +115,16 @@ def test_decoding_signal_by_hand_both_readings():
         w.weight.copy_(torch.tensor([[0.0, 1.0], [1.0, 0.0]]))
         w.bias.zero_()
     wz2 = torch.tensor([[0.5, 3.0]])
-    code = P.decoding_signal(z1, z2, "code", m=10.0, n=2.0, projection=w)
+    code = G.decoding_signal(z1, z2, "code", m=10.0, n=2.0, projection=w)
     assert torch.allclose(code[0], torch.stack([2.0 * z1[0] * wz2[0], 10.0 * (z1[0] - wz2[0]), z1[0], wz2[0]]))
     assert torch.allclose(code[0, 1], torch.tensor([5.0, -50.0]))        # signed difference, times m
-    paper = P.decoding_signal(z1, z2, "paper", m=10.0, n=2.0)
+    paper = G.decoding_signal(z1, z2, "paper", m=10.0, n=2.0)
     assert torch.allclose(paper[0], torch.tensor([[1.0, -2.0], [3.0, 0.5], [20.0, 25.0], [6.0, 2.0]]))
 
 
 def test_decoder_labels_are_the_target_shifted_with_the_start_token():
     target = torch.tensor([[101, 7, 8, 102, 0], [101, 9, 102, 0, 0]])
-    inputs, labels = P.decoder_inputs(target, pad_id=0)
+    inputs, labels = G.decoder_inputs(target, pad_id=0)
     assert labels.tolist() == [[7, 8, 102, -100], [9, 102, -100, -100]]
     assert inputs.tolist() == [[101, 7, 8, 102], [101, 9, 102, 0]]
 
@@ -236,7 +239,7 @@ def test_simcse_mlm_loss_adds_the_weighted_mlm_term(data_dir):
 
 
 def test_syntactic_chunks_group_iob_tags():
-    syntax = P.Syntax.__new__(P.Syntax)
+    syntax = Ph.Syntax.__new__(Ph.Syntax)
 
     class Fixed:
         def __init__(self, tags):
@@ -292,3 +295,103 @@ def test_the_paper_scale_plan_validates_every_run_before_training():
     bad = {"PaSeR": ("paser", [42], {"mask_top_k": 0})}
     with pytest.raises(SreError, match="mask_top_k"):
         chapter.validate_plan(bad, "paper")
+
+
+def test_views_are_tokenised_once_and_cut_as_the_tokenizer_truncates(method):
+    from sre_repro.encoder import resolve_model_path
+    from transformers import AutoTokenizer
+
+    class Counting:  # the tokenizer, counting its calls
+        def __init__(self, tok):
+            self.tok, self.calls = tok, 0
+
+        def __call__(self, *args, **kwargs):
+            self.calls += 1
+            return self.tok(*args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(self.tok, name)
+
+    rows = ["short one", "[MASK] [MASK] one", " ".join(["word"] * 40), "[MASK] " * 30 + "tail", "Sulzberger " * 20, ""]
+    for tok in (method.encoder.tokenizer, AutoTokenizer.from_pretrained(resolve_model_path("sre-bert"))):
+        for max_len in (4, 16, 32, 0):
+            counting = Counting(tok)
+            batch, lengths = G.tokenize_with_lengths(counting, rows, max_len)
+            expected = tok(rows, padding=True, truncation=True, max_length=max_len or 512, return_tensors="pt")
+            assert counting.calls == 1 and list(batch) == list(expected)
+            assert all(torch.equal(batch[k], expected[k]) and batch[k].dtype == expected[k].dtype for k in expected)
+            assert lengths == [len(ids) for ids in tok(rows)["input_ids"]]
+
+
+def test_nltk_data_is_entered_once_per_batch(method, monkeypatch):
+    from sre_repro.data import corpora
+
+    sentences = ["A man is playing a large flute.", "Two dogs run across the green field.", "The market fell."]
+    method.collate(sentences)  # the RAKE extractor is made (it enters the context on its own)
+    entered, real = [], corpora.nltk_data
+    monkeypatch.setattr(corpora, "nltk_data", lambda *a: entered.append(a) or real(*a))
+    method.collate(sentences)
+    assert len(entered) == 1
+
+
+def test_mlm_collator_is_built_once_and_masks_as_a_fresh_one(method):
+    from transformers import DataCollatorForLanguageModeling
+
+    from sre_repro.masked_lm import mask_for_mlm, mlm_collator
+
+    tok = method.encoder.tokenizer
+    ids = method.encoder.tokenize(["A man is playing a large flute.", "Two dogs run across the green field."])["input_ids"]
+    assert mlm_collator(tok, 0.15) is mlm_collator(tok, 0.15)
+    torch.manual_seed(3)
+    masked, labels = mask_for_mlm(ids, tok, 0.5)
+    torch.manual_seed(3)
+    special = torch.isin(ids, torch.tensor(tok.all_special_ids))
+    expected = DataCollatorForLanguageModeling(tok, mlm_probability=0.5).torch_mask_tokens(ids.clone(), special_tokens_mask=special)
+    assert torch.equal(masked, expected[0]) and torch.equal(labels, expected[1])
+
+
+def test_syntax_training_draws_from_a_local_stream_the_global_seed_gave(data_dir):
+    import nltk
+    from nltk.tag.perceptron import PerceptronTagger
+
+    from sre_repro.data.corpora import nltk_data
+
+    state = random.getstate()
+    model = Ph.Syntax(data_dir, limit=60)
+    assert random.getstate() == state                     # the global random module is left alone
+    try:
+        with nltk_data(data_dir):                          # what the code did before: seed the global module
+            reference = PerceptronTagger(load=False)
+            random.seed(Ph.TAGGER_SEED)
+            reference.train(list(nltk.corpus.conll2000.tagged_sents("train.txt"))[:60], nr_iter=Ph.TAGGER_ITERATIONS)
+    finally:
+        random.setstate(state)
+    assert model.tagger.model.weights == reference.model.weights and model.tagger.tagdict == reference.tagdict
+
+
+def test_syntax_cache_is_keyed_on_version_and_training_inputs(monkeypatch):
+    key = Ph.syntax_cache_key(300)
+    assert key == Ph.syntax_cache_key(300) and key != Ph.syntax_cache_key(0)
+    monkeypatch.setattr(Ph, "SYNTAX_VERSION", Ph.SYNTAX_VERSION + 1)
+    assert Ph.syntax_cache_key(300) != key
+
+
+def test_eval_pooler_error_lists_every_accepted_pooler():
+    with pytest.raises(SreError) as error:
+        resolve(overrides={"method": "paser", "scale": "smoke", "eval_pooler": "cls_mlp"})
+    assert all(pooler in str(error.value) for pooler in P.EVAL_POOLERS)
+    for pooler in P.EVAL_POOLERS:
+        resolve(overrides={"method": "paser", "scale": "smoke", "eval_pooler": pooler})
+
+
+def test_helper_modules_do_not_import_methods():
+    import ast
+    from pathlib import Path
+
+    import sre_repro
+
+    for name in ("phrases", "eda", "generative", "masked_lm"):
+        tree = ast.parse((Path(sre_repro.__file__).parent / f"{name}.py").read_text())
+        imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        assert not any("methods" in m for m in imported), name
