@@ -157,7 +157,9 @@ def cmd_records(args) -> int:
         for line in fingerprints.accept(args.variants or None, args.results, args.data_dir, args.workers):
             print(line)
         return 0
-    lines, status = fingerprints.report(fingerprints.status(args.results, args.data_dir, args.workers))
+    lines, status = fingerprints.report(fingerprints.status(args.results, args.data_dir, args.workers, args.full))
+    if status == 0:
+        fingerprints.write_stamp(args.results)
     print("\n".join(lines))
     return status
 
@@ -219,6 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
         one.add_argument("--results", help="the results store (default: results/ or $SRE_REPRO_RESULTS)")
         one.add_argument("--data-dir")
         one.add_argument("--workers", type=int, default=2, help="probe processes (one thread each)")
+        if name == "check":
+            one.add_argument("--full", action="store_true", help="probe even a tree that checked.json confirms")
         if name == "accept":
             one.add_argument("variants", nargs="*", help="variant ids (default: every changed or unfingerprinted one)")
         one.set_defaults(func=cmd_records)

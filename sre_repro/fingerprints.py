@@ -13,6 +13,8 @@ record names the fingerprint it was computed under (runs.save), so a record is s
 fingerprint changed. `records check` recomputes every probe (cached per source tree in work/probes/, so an
 unchanged tree costs nothing) and fails on a variant whose numbers moved; `records accept` makes that a
 decision: it commits the new numbers, and the records computed under the old ones read stale until recomputed.
+A check that passes writes results/fingerprints/checked.json (the source tree it probed and the fingerprints it
+confirmed): a clone of that very tree needs no probe to know them confirmed (`records check --full` probes anyway).
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ from .methods import get_method
 from .train import train
 
 PROBE_SIZE = {"seed": 42, "max_steps": 3, "epochs": 1, "batch_size": 8, "max_train_examples": 48, "eval_steps": 1,
-              "checkpoint_steps": 0, "eval_max_pairs": 8, "device": "cpu", "world_size": 1}
+              "checkpoint_steps": 3, "eval_max_pairs": 8, "device": "cpu", "world_size": 1}
 EVALUATION_PROBE_SIZE = {"max_pairs": 8, "max_examples": 60, "n_sentences": 16}
 # Same computation, another machine of the same kind: the last bits of a float may differ, nothing more
 RTOL, ATOL = 1e-5, 1e-6
@@ -121,7 +123,26 @@ def records(root=None) -> dict[Path, dict]:
 def committed(root=None) -> dict[str, dict]:
     """Variant id -> its committed fingerprint file's content."""
     folder = runs.results_dir(root) / "fingerprints"
-    return {path.stem: json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))}
+    return {path.stem: json.loads(path.read_text()) for path in sorted(folder.glob("*-*.json"))}
+
+
+def _stamp_path(root=None) -> Path:
+    return runs.results_dir(root) / "fingerprints" / "checked.json"
+
+
+def confirmed_here(fingerprints: dict[str, dict], root=None) -> bool:
+    """Whether a passing check already probed this very source tree and confirmed these very fingerprints."""
+    try:
+        stamp = json.loads(_stamp_path(root).read_text())
+    except (OSError, ValueError):
+        return False
+    return stamp == {"source_tree": runs.source_tree(),
+                     "fingerprints": {v: f["fingerprint"] for v, f in fingerprints.items()}}
+
+
+def write_stamp(root=None) -> None:
+    runs.write_json_atomic(_stamp_path(root), {"source_tree": runs.source_tree(), "fingerprints": {
+        v: f["fingerprint"] for v, f in committed(root).items()}})
 
 
 def _probe_cache(variant: str) -> Path:
@@ -168,7 +189,7 @@ def _dependency_group(job) -> str:
     return method if method in ("rankcse", "paser") or "run" in cfg else job[0]
 
 
-def status(root=None, data_dir=None, workers: int = 2) -> dict:
+def status(root=None, data_dir=None, workers: int = 2, full: bool = False) -> dict:
     """What `records check` reports: per variant with a committed fingerprint, whether its probe still
     computes its numbers; the records that rest on a changed or an old fingerprint; unfingerprinted records."""
     held = records(root)
@@ -189,10 +210,11 @@ def status(root=None, data_dir=None, workers: int = 2) -> dict:
             elif fingerprint is not None and fingerprint != fingerprints.get(variant, {}).get("fingerprint"):
                 stale.append(path)
     jobs = [(v, f["kind"], f["probe_config"]) for v, f in fingerprints.items() if v in users]
-    numbers = probe_all(jobs, data_dir, workers)
+    confirmed = not full and confirmed_here(fingerprints, root)
+    numbers = ({v: fingerprints[v]["numbers"] for v, _, _ in jobs} if confirmed else probe_all(jobs, data_dir, workers))
     changed = {v: diff for v, f in fingerprints.items() if v in numbers
                and (diff := first_difference(f["numbers"], numbers[v]))}
-    return {"changed": changed, "users": users, "stale": sorted(set(stale)), "other_source": sorted(set(other_source)),
+    return {"changed": changed, "users": users, "confirmed": confirmed, "stale": sorted(set(stale)), "other_source": sorted(set(other_source)),
             "pending": pending, "numbers": numbers, "fingerprints": fingerprints,
             "orphans": sorted(set(fingerprints) - set(users))}
 
@@ -218,7 +240,7 @@ def accept(variants: list[str] | None = None, root=None, data_dir=None, workers:
     """Commit the probes' current numbers for `variants` (default: every changed or unfingerprinted one) and
     name the new fingerprints in the records computed by this very source that had none. Records computed
     under an older fingerprint keep it, and so read stale until recomputed. Returns the lines to print."""
-    state = status(root, data_dir, workers)
+    state = status(root, data_dir, workers, full=True)
     wanted = set(variants or [*state["changed"], *state["pending"]])
     unknown = wanted - set(state["fingerprints"]) - set(state["pending"])
     if unknown:
@@ -239,6 +261,8 @@ def accept(variants: list[str] | None = None, root=None, data_dir=None, workers:
         if todo:
             record["fingerprints"] = {**marks, **{v: runs.committed_fingerprint(v, root) for v in todo}}
             runs.write_json_atomic(path, record)
+    if not {v for v in state["changed"] if v not in wanted}:
+        write_stamp(root)
     return lines
 
 
@@ -260,6 +284,7 @@ def report(state: dict) -> tuple[list[str], int]:
         lines.append(f"{len(state['other_source'])} record(s) without a fingerprint were computed by other source and "
                      f"read stale, e.g. {state['other_source'][0]}")
     checked = len(state["fingerprints"]) - len(state["orphans"])
-    lines.append(f"records check: {checked} variant(s) probed, {len(state['changed'])} changed, "
+    how = "confirmed for this source tree by results/fingerprints/checked.json" if state["confirmed"] else "probed"
+    lines.append(f"records check: {checked} variant(s) {how}, {len(state['changed'])} changed, "
                  f"{sum(len(state['users'][v]) for v in state['users'] if v in state['fingerprints'])} record link(s) checked")
     return lines, status

@@ -11,6 +11,7 @@ import re
 from functools import lru_cache
 
 from .data import corpora
+from .settings import work_dir
 
 # wordpunct_tokenize's pattern (what rake-nltk splits words with), kept with character offsets
 WORD = re.compile(r"\w+|[^\w\s]+")
@@ -129,8 +130,6 @@ def syntax_cache_key(limit: int) -> str:
 def syntax(data_dir=None, limit: int = 0) -> Syntax:
     """The trained tagger and chunker, pickled under work/cache (training takes ~2 minutes on 2 cores)."""
     import pickle
-
-    from .runs import work_dir
 
     path = work_dir() / "cache" / f"paser-syntax-{syntax_cache_key(limit)}.pickle"
     if path.is_file():

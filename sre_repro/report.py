@@ -7,6 +7,7 @@ from scipy import stats
 
 from . import runs
 from .data.sts import STS_TASKS
+from .plots import GOLD_GROUPS, gold_level
 
 COLUMNS = [*STS_TASKS, "avg"]
 SHORT = {"STSBenchmark": "STS-B", "SICKRelatedness": "SICK-R", "avg": "Avg."}
@@ -258,3 +259,19 @@ def training_table(groups: dict[str, list[dict]]) -> pd.DataFrame:
                 row[f"moved: {module}"] = _pct(moved)
             rows[label] = row
     return pd.DataFrame.from_dict(rows, orient="index").fillna("")
+
+
+def cosine_spread(groups: dict[str, list[dict]], gold) -> pd.DataFrame:
+    """Variance of the predicted STS-B test cosine within each gold-score group (SARCSE's Appendix D), divided
+    by the variance of all the run's cosines, one row per run (a model whose cosines all crowd together has
+    small within-group variances for that reason alone; the ratio asks how much of its spread lies within
+    groups). The last column is that total variance."""
+    gold = np.asarray(gold)
+    out = {}
+    for name, group in groups.items():
+        for run in group:
+            cos = np.asarray(run["metrics"]["stsb_test_cosine"])
+            total = float(cos.var())
+            row = {f"{lo}-{hi}": float(cos[gold_level(gold, lo, hi)].var()) / total for lo, hi in GOLD_GROUPS}
+            out[f"{name} (seed {run['seed']})"] = {**row, "total variance": total}
+    return pd.DataFrame(out).T

@@ -91,7 +91,7 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
     if device == "cuda" and not torch.cuda.is_available():
         raise SreError("device cuda was asked for but no GPU is visible: use --set device=cpu (or auto)")
     distributed.init_from_env(device)  # under torchrun: join the other processes
-    world, main = distributed.world_size(), distributed.is_main()
+    world = distributed.world_size()
     if cfg["world_size"] not in (1, world):
         raise SreError(f"world_size {cfg['world_size']} is not this run's {world} processes: torchrun's "
                        "--nproc_per_node sets it, leave world_size out of the config")
@@ -101,7 +101,26 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
     cached = runs.lookup(kind, cfg, results_root, force=force, allow_stale=allow_stale)
     if cached is not None:
         return cached
-    started = time.time()
+    run = _setup(cfg, device, data_dir, work_root, force)
+    _loop(run, trace, interrupt_at_step)
+    return _finish(run, results_root)
+
+
+class _Run:
+    """One training run in progress: what the loop advances and a checkpoint holds."""
+
+    def __init__(self, **parts):
+        self.__dict__.update(parts)
+
+    def wall_seconds(self) -> float:
+        """Wall time of the run so far, the processes before a resume included."""
+        return self.wall_before + time.time() - self.started
+
+
+def _setup(cfg: dict, device: str, data_dir, work_root, force: bool) -> _Run:
+    """The method (its dependencies resolved first), data order, optimiser and schedule, resumed from the last
+    checkpoint when it holds this computation."""
+    started, kind, world = time.time(), cfg["method"], distributed.world_size()
     autocast(cfg["precision"], device)  # fails early on fp16 without a GPU
     method_cls = get_method(kind)
     # before seeding: a dependency trained or loaded now leaves the run's random stream as it is
@@ -122,24 +141,25 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
     generator = torch.Generator().manual_seed(cfg["seed"])
     orders = [torch.randperm(len(examples), generator=generator) for _ in range(math.ceil(total / per_epoch))]
 
-    params = [p for p in method.parameters() if p.requires_grad]
     groups = parameter_groups(method, cfg)
     optimizer = torch.optim.AdamW(groups, lr=cfg["lr"], eps=cfg["adam_eps"], weight_decay=cfg["weight_decay"])
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, [linear_schedule(g["warmup_ratio"], total) for g in groups])
     # fp16 gradients underflow unscaled; a disabled scaler passes backward and step through unchanged
     scaler = torch.amp.GradScaler("cuda", enabled=cfg["precision"] == "fp16")
     watched = watched_modules(method)
-    start_weights = {name: _flat_weights(module) for name, module in watched.items()}
-
-    work = runs.work_dir(work_root) / kind / runs.config_hash(cfg)
-    work.mkdir(parents=True, exist_ok=True)
-    last_ckpt, best_ckpt = work / "last.pt", work / "best.pt"
-    state = {"step": 0, "curve": [], "best": -math.inf, "best_step": 0, "train_seconds": 0.0, "first_terms": {},
-             "interval_terms": {}, "interval_steps": 0}
-    origin = checkpoint_origin(kind, cfg)
-    ckpt = torch.load(last_ckpt, weights_only=False) if last_ckpt.exists() and not force else None
-    if ckpt is not None and ckpt.get("origin") != origin:
-        print(f"{kind}: checkpoint {last_ckpt} was made by other code or weights; starting afresh")
+    run = _Run(cfg=cfg, device=device, method=method, examples=examples, orders=orders, per_epoch=per_epoch,
+               global_batch=global_batch, total=total, params=[p for p in method.parameters() if p.requires_grad],
+               optimizer=optimizer, schedule=schedule, scaler=scaler, watched=watched,
+               start_weights={name: _flat_weights(module) for name, module in watched.items()},
+               work=runs.work_dir(work_root) / kind / runs.config_hash(cfg), origin=checkpoint_origin(kind, cfg),
+               started=started, wall_before=0.0,
+               state={"step": 0, "curve": [], "best": -math.inf, "best_step": 0, "train_seconds": 0.0,
+                      "first_terms": {}, "interval_terms": {}, "interval_steps": 0})
+    run.work.mkdir(parents=True, exist_ok=True)
+    last = run.work / "last.pt"
+    ckpt = torch.load(last, weights_only=False) if last.exists() and not force else None
+    if ckpt is not None and ckpt.get("origin") != run.origin:
+        print(f"{kind}: checkpoint {last} was made by other code or weights; starting afresh")
         ckpt = None
     if ckpt is not None:
         method.load_state_dict(ckpt["method"])
@@ -152,91 +172,102 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
             torch.cuda.set_rng_state(cuda_rng)
         if ckpt.get("scaler"):
             scaler.load_state_dict(ckpt["scaler"])
-        state = ckpt["state"]
-        start_weights = ckpt["start_weights"]
-    checkpoint_every = cfg["checkpoint_steps"] or cfg["eval_steps"]
+        run.state, run.start_weights = ckpt["state"], ckpt["start_weights"]
+        run.wall_before = run.state.get("wall_seconds", 0.0)
     # data parallel: DDP averages the gradients over the processes (built after a resume loaded the weights)
-    parallel = (torch.nn.parallel.DistributedDataParallel(method, find_unused_parameters=True,
-                                                          device_ids=[torch.cuda.current_device()] if device == "cuda" else None)
-                if world > 1 else None)
+    run.parallel = (torch.nn.parallel.DistributedDataParallel(
+        method, find_unused_parameters=True, device_ids=[torch.cuda.current_device()] if device == "cuda" else None)
+        if world > 1 else None)
+    return run
 
-    def dev_evaluation(step, loss_terms):
-        metrics = method.dev_metrics()
-        score = metrics[method.selection_metric]
-        moved = {f"moved/{name}": relative_change(_flat_weights(module), start_weights[name])
-                 for name, module in watched.items()}
-        point = {"step": step, **loss_terms, **moved, **metrics}
-        state["curve"].append(point)
-        if score > state["best"]:
-            state["best"], state["best_step"] = score, step
-            _save_torch_atomic(method.state_dict(), best_ckpt)
-        return score
 
+def _dev_evaluation(run: _Run, step: int, loss_terms: dict) -> float:
+    """STS-B dev (the method's dev metrics) and how far each watched module moved; keeps the best checkpoint."""
+    method, state = run.method, run.state
+    metrics = method.dev_metrics()
+    score = metrics[method.selection_metric]
+    moved = {f"moved/{name}": relative_change(_flat_weights(module), run.start_weights[name])
+             for name, module in run.watched.items()}
+    state["curve"].append({"step": step, **loss_terms, **moved, **metrics})
+    if score > state["best"]:
+        state["best"], state["best_step"] = score, step
+        _save_torch_atomic(method.state_dict(), run.work / "best.pt")
+    return score
+
+
+def _loop(run: _Run, trace: list | None, interrupt_at_step: int | None) -> None:
+    cfg, method, state, main = run.cfg, run.method, run.state, distributed.is_main()
+    checkpoint_every = cfg["checkpoint_steps"] or cfg["eval_steps"]
     method.train()
-    bar = tqdm(total=total, initial=state["step"], desc=f"{kind} seed {cfg['seed']}",
+    bar = tqdm(total=run.total, initial=state["step"], desc=f"{cfg['method']} seed {cfg['seed']}",
                disable=not progress_enabled() or not main, mininterval=5)
     tick = time.time()
-    while state["step"] < total:
+    while state["step"] < run.total:
         step = state["step"]
-        epoch, offset = divmod(step, per_epoch)
-        idx = distributed.rank_slice(orders[epoch][offset * global_batch:(offset + 1) * global_batch])
-        batch = method.collate([examples[i] for i in idx])
-        with autocast(cfg["precision"], device):
-            terms = parallel(batch) if parallel else method.loss(batch)
+        epoch, offset = divmod(step, run.per_epoch)
+        idx = distributed.rank_slice(run.orders[epoch][offset * run.global_batch:(offset + 1) * run.global_batch])
+        batch = method.collate([run.examples[i] for i in idx])
+        with autocast(cfg["precision"], run.device):
+            terms = run.parallel(batch) if run.parallel else method.loss(batch)
         loss = terms["loss"]
         if not torch.isfinite(loss):
-            raise SreError(f"non-finite loss ({float(loss)}) at step {step + 1} of run {work.name}: lower lr, "
-                           f"use precision=fp32, or check the data; checkpoints so far are kept in {work}")
-        scaler.scale(loss).backward()
-        scaler.unscale_(optimizer)  # clip the true gradients
+            raise SreError(f"non-finite loss ({float(loss)}) at step {step + 1} of run {run.work.name}: lower lr, "
+                           f"use precision=fp32, or check the data; checkpoints so far are kept in {run.work}")
+        run.scaler.scale(loss).backward()
+        run.scaler.unscale_(run.optimizer)  # clip the true gradients
         if trace is not None:
-            trace.append({"step": step + 1, "batch": digest(batch), "grad_norm": _grad_norm(params),
+            trace.append({"step": step + 1, "batch": digest(batch), "grad_norm": _grad_norm(run.params),
                           **{k: float(v.detach()) for k, v in terms.items()}})
         if cfg["grad_clip"]:
-            torch.nn.utils.clip_grad_norm_(params, cfg["grad_clip"])
-        scaler.step(optimizer)
-        scaler.update()
-        schedule.step()
-        optimizer.zero_grad(set_to_none=True)
+            torch.nn.utils.clip_grad_norm_(run.params, cfg["grad_clip"])
+        run.scaler.step(run.optimizer)
+        run.scaler.update()
+        run.schedule.step()
+        run.optimizer.zero_grad(set_to_none=True)
         state["step"] = step = step + 1
         values = distributed.mean_over_processes({k: float(v.detach()) for k, v in terms.items()})
         if step == 1:
             state["first_terms"] = values
         state["interval_terms"] = {k: state["interval_terms"].get(k, 0.0) + v for k, v in values.items()}
         state["interval_steps"] += 1
-        if step % cfg["eval_steps"] == 0 or step == total:
+        if step % cfg["eval_steps"] == 0 or step == run.total:
             # the loss terms averaged over the steps since the last evaluation (one batch is too noisy to judge by)
             if main:  # the other processes wait for rank 0 at the next step's gather
-                score = dev_evaluation(step, {k: v / state["interval_steps"] for k, v in state["interval_terms"].items()})
-                bar.set_postfix(loss=f"{loss.item():.4f}", dev=f"{score:.2f}")
+                interval = {k: v / state["interval_steps"] for k, v in state["interval_terms"].items()}
+                bar.set_postfix(loss=f"{loss.item():.4f}", dev=f"{_dev_evaluation(run, step, interval):.2f}")
             state["interval_terms"], state["interval_steps"] = {}, 0
             method.train()
         bar.update(1)
-        if step % checkpoint_every == 0 or step == total:
+        if step % checkpoint_every == 0 or step == run.total:
             state["train_seconds"] += time.time() - tick
+            state["wall_seconds"] = run.wall_seconds()
             tick = time.time()
-            rng_states = distributed.all_rng_states(device)
+            rng_states = distributed.all_rng_states(run.device)
             if main:
-                _save_torch_atomic({"method": method.state_dict(), "optimizer": optimizer.state_dict(),
-                                    "schedule": schedule.state_dict(), "rng_states": rng_states,
-                                    "scaler": scaler.state_dict(),
-                                    "state": state, "origin": origin, "start_weights": start_weights}, last_ckpt)
+                _save_torch_atomic({"method": method.state_dict(), "optimizer": run.optimizer.state_dict(),
+                                    "schedule": run.schedule.state_dict(), "rng_states": rng_states,
+                                    "scaler": run.scaler.state_dict(), "state": state, "origin": run.origin,
+                                    "start_weights": run.start_weights}, run.work / "last.pt")
         if interrupt_at_step is not None and step == interrupt_at_step:
             raise Interrupted(f"interrupted at step {step}")
     bar.close()
 
-    if not main:  # rank 0 tests the kept checkpoint and writes the record; the others return that record
+
+def _finish(run: _Run, results_root) -> dict:
+    """Rank 0 tests the kept checkpoint and writes the record; the other processes return that record."""
+    cfg, method, state = run.cfg, run.method, run.state
+    if not distributed.is_main():
         distributed.barrier()
-        return runs.read(kind, cfg, results_root)
-    method.load_state_dict(torch.load(best_ckpt, weights_only=False))
+        return runs.read(cfg["method"], cfg, results_root)
+    method.load_state_dict(torch.load(run.work / "best.pt", weights_only=False))
     final = method.finish()
     result = {"metrics": {**final, f"{method.selection_metric}_best": state["best"], "best_step": state["best_step"]},
-              "dev_curve": state["curve"], "steps": total, "n_train_examples": len(examples),
-              "train_seconds": state["train_seconds"], "wall_seconds": time.time() - started,
-              "seed": cfg["seed"], "device": device,
+              "dev_curve": state["curve"], "steps": run.total, "n_train_examples": len(run.examples),
+              "train_seconds": state["train_seconds"], "wall_seconds": run.wall_seconds(),
+              "seed": cfg["seed"], "device": run.device,
               "training": training_summary(state["curve"], state["best_step"], state["first_terms"],
-                                           method.term_weights(), list(watched))}
-    record = runs.save(kind, cfg, result, results_root)
+                                           method.term_weights(), list(run.watched))}
+    record = runs.save(cfg["method"], cfg, result, results_root)
     distributed.barrier()
     return record
 

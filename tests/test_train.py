@@ -1,5 +1,6 @@
 """The training loop and the run store: determinism, resume, cache validity, and the failures of §7."""
 import json
+import time
 import os
 
 import pytest
@@ -46,8 +47,13 @@ def test_interrupted_run_resumes_to_identical_numbers(smoke_run, tmp_path):
     kwargs = dict(results_root=tmp_path / "r", work_root=tmp_path / "w")
     with pytest.raises(Interrupted):
         train({**SMOKE, "checkpoint_steps": 2}, interrupt_at_step=4, **kwargs)
+    (work,) = (tmp_path / "w" / "simcse").iterdir()
+    before = torch.load(work / "last.pt", weights_only=False)["state"]["wall_seconds"]
+    started = time.time()
     resumed = train({**SMOKE, "checkpoint_steps": 2}, **kwargs)  # restarts from the step-4 checkpoint
     assert _numbers(resumed) == _numbers(smoke_run)
+    # the wall time counts the interrupted process's time as well as the resumed one's
+    assert before > 0 and resumed["wall_seconds"] >= before + (time.time() - started) * 0.5
 
 
 def test_cache_hit_and_force(tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import book
+from .. import book, report
 from ..config import resolve
 from ..errors import SreError
 from ..evaluate.cached import cached
@@ -226,10 +226,9 @@ def level_statistics(groups: dict[str, list[dict]], gold) -> pd.DataFrame:
 
 def level_variances(runs: list[dict], gold, relative: bool = False) -> np.ndarray:
     """Per run, the STS-B test cosine variance in each gold level (runs x levels); `relative`: divided by the
-    variance of all the run's cosines, as the SARCSE chapter's `cosine_spread`, which computes both."""
-    from .sarcse import cosine_spread
+    variance of all the run's cosines, as `report.cosine_spread` (the SARCSE chapter's), which computes both."""
 
-    spread = cosine_spread({"": runs}, gold)
+    spread = report.cosine_spread({"": runs}, gold)
     relative_variances = spread.drop(columns="total variance").to_numpy()
     return relative_variances if relative else relative_variances * spread[["total variance"]].to_numpy()
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from .. import book
 from ..errors import SreError
@@ -38,24 +37,6 @@ def stsb_test_gold(data_dir=None, run: dict | None = None):
 
     max_pairs = (run or {}).get("config", {}).get("eval_max_pairs", 0)
     return evenly_spaced(load_split("STSBenchmark", "test", data_dir), max_pairs).gold
-
-
-def cosine_spread(groups: dict[str, list[dict]], gold) -> pd.DataFrame:
-    """Variance of the predicted STS-B test cosine within each gold-score group (SARCSE's Appendix D), divided
-    by the variance of all the run's cosines, one row per run (a model whose cosines all crowd together has
-    small within-group variances for that reason alone; the ratio asks how much of its spread lies within
-    groups). The last column is that total variance."""
-    from ..plots import GOLD_GROUPS, gold_level
-
-    gold = np.asarray(gold)
-    out = {}
-    for name, runs in groups.items():
-        for run in runs:
-            cos = np.asarray(run["metrics"]["stsb_test_cosine"])
-            total = float(cos.var())
-            row = {f"{lo}-{hi}": float(cos[gold_level(gold, lo, hi)].var()) / total for lo, hi in GOLD_GROUPS}
-            out[f"{name} (seed {run['seed']})"] = {**row, "total variance": total}
-    return pd.DataFrame(out).T
 
 
 def importance_rows(run: dict, key: str, label: str, invert: bool = False) -> dict[str, list]:
