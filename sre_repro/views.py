@@ -1,6 +1,7 @@
 """ConSERT's views and loss, shared by the methods `consert` and `slt_fai` (SLT-FAI's official code is a
-ConSERT fork). Kept outside methods/common.py, which is in every run's code hash; runs.py hashes this file
-into the runs of the two methods that use it.
+ConSERT fork), and their common base (`FrequencyAnalysed`: tokenised sentences in, SLT-FAI's frequency
+analyses in the final record). Kept outside methods/common.py, which is in every run's code hash; runs.py
+hashes this file into the runs of the two methods that use it.
 
 Every augmentation acts on the embedding layer's OUTPUT, as ConSERT's bundled modeling_bert does it (l.868-1003):
   shuffle         permutes the position ids of the first n = attention-mask-sum positions ([CLS]/[SEP]
@@ -21,7 +22,7 @@ from torch import nn
 from .distributed import gather_rows
 
 from .errors import SreError
-from .methods.common import require_choice, require_positive
+from .methods.common import Method, require_choice, require_positive
 
 AUGMENTATIONS = ["none", "shuffle", "token_cutoff", "feature_cutoff", "dropout"]
 TRAIN_POOLERS = ["avg", "avg_first_last", "avg_top2"]  # ConSERT pools by averaging; it has no [CLS] head
@@ -114,5 +115,29 @@ def validate_views(cfg: dict) -> None:
         require_choice(cfg, view, AUGMENTATIONS)
         if cfg[view] not in ("none", "shuffle") and not 0 < cfg[f"{view}_rate"] < 1:
             raise SreError(f"{view}_rate must lie in (0, 1) for {cfg[view]}, got {cfg[f'{view}_rate']}")
-    if cfg["analysis_sentences"] < 10:
-        raise SreError(f"analysis_sentences must be at least 10, got {cfg['analysis_sentences']}")
+
+
+def consert_views(cfg: dict, input_ids: torch.Tensor) -> list[tuple[torch.Tensor, str, float]]:
+    """ConSERT's two views of a batch, as `augmented_forward` takes them: (ids, view1, view1_rate), (ids, view2, ...)."""
+    return [(input_ids, cfg["view1"], cfg["view1_rate"]), (input_ids, cfg["view2"], cfg["view2_rate"])]
+
+
+class FrequencyAnalysed(Method):
+    """What consert and slt_fai (either backbone) share besides the views: one tokenised copy of each sentence
+    per batch (the views are made in the forward), and SLT-FAI's frequency analyses (Figs. 5-7) of the kept
+    model in the final record, on `analysis_sentences` sentences of the STS corpus."""
+
+    @classmethod
+    def validate(cls, cfg):
+        if cfg["analysis_sentences"] < 10:
+            raise SreError(f"analysis_sentences must be at least 10, got {cfg['analysis_sentences']}")
+
+    def collate(self, sentences):
+        return self.encoder.tokenize(list(sentences), self.cfg["max_len"])
+
+    def finish(self):
+        from .evaluate.frequency import frequency_analysis
+
+        final = super().finish()
+        final["frequency"] = frequency_analysis(self.encoder, self.cfg["analysis_sentences"], self.data_dir)
+        return final

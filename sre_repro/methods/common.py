@@ -13,6 +13,7 @@ Methods never import each other: what they share lives here or in the trainer.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -198,6 +199,38 @@ class DropoutViews(Method):
         return z1, z2
 
 
+class GradientReversal(torch.autograd.Function):
+    """Identity forward; the gradient times -1 backward (Ganin and Lempitsky; a fixed coefficient of 1)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -grad
+
+
+def count_call(counter: torch.Tensor, training: bool) -> int:
+    """The value of a call-count buffer before this call (e.g. a method's training `loss` calls: a buffer, so
+    that checkpoints keep it and a resumed run counts on), counted up by one when `training`."""
+    before = int(counter)
+    if training:
+        counter += 1
+    return before
+
+
+@contextmanager
+def buffered_generator(state: torch.Tensor, keep: bool):
+    """A CPU generator at the state held in a buffer (so that checkpoints keep it and a resumed run draws on
+    exactly), whose state after the block is written back to the buffer when `keep`."""
+    generator = torch.Generator()
+    generator.set_state(state.cpu())
+    yield generator
+    if keep:
+        state.copy_(generator.get_state())
+
+
 def require_choice(cfg: dict, key: str, allowed) -> None:
     if cfg[key] not in allowed:
         raise SreError(f"unknown {key} {cfg[key]!r}: choose from {', '.join(map(str, allowed))}")
@@ -254,6 +287,13 @@ def perturbed_cosines(cos: torch.Tensor, perturbation: str, margin) -> torch.Ten
     shift = sum((1.0 if sign == "+" else -1.0) * (positive if part == "p" else 1 - positive)
                 for part, sign in signs.items())
     return cos + shift * margin
+
+
+def dynamic_margin(cos: torch.Tensor, axis: str) -> torch.Tensor:
+    """BYOPD's margin sim(z_i, z_i') / (N - 1) from the cosine matrix, detached: one per anchor row (`anchor`,
+    the BYOP paper's m_i; n x 1) or, as the official BYOP code broadcasts it, one per column (`column`; 1 x n)."""
+    diagonal = cos.diagonal().detach() / (len(cos) - 1)
+    return diagonal[:, None] if axis == "anchor" else diagonal[None, :]
 
 
 def margin_info_nce(z1: torch.Tensor, z2: torch.Tensor, temperature: float, perturbation: str, margin,
