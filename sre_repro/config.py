@@ -119,7 +119,8 @@ def resolve(method: str | None = None, overrides: dict | None = None) -> dict:
     cfg.update(SCALE_PRESETS[scale])
     cfg.update(method_cls.SCALE_PRESETS.get(scale, {}))
     # presets that depend on another knob (slt_fai: its backbone's recipe)
-    cfg.update(getattr(method_cls, "backbone_presets", lambda *_: {})(scale, overrides))
+    cfg.update(getattr(method_cls, "backbone_presets", lambda *_: {})(scale, overrides, dataclasses.asdict(CommonConfig()),
+                                                                      SCALE_PRESETS[scale]))
     cfg.update({k: coerce(k, v, types[k]) for k, v in overrides.items()})
     cfg["method"], cfg["scale"] = method, scale
     # the added modules' rate and warm-up follow the PLM's unless set: the record holds the values used

@@ -12,7 +12,7 @@ Poolers (SimCSE's names in brackets):
 from __future__ import annotations
 
 import os
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +50,17 @@ def autocast(precision: str, device: str):
 
 def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@contextmanager
+def evaluating(module: nn.Module):
+    """`module` in eval mode (dropout off) inside the block, back in the mode it had after it."""
+    was_training = module.training
+    module.eval()
+    try:
+        yield module
+    finally:
+        module.train(was_training)
 
 
 class MLP(nn.Module):
@@ -112,11 +123,18 @@ def resolve_model_path(name: str) -> str:
     return name
 
 
+def load_tokenizer(name: str):
+    """The tokenizer of a model name or alias alone, without loading the model's weights."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(resolve_model_path("minilm" if name == "tiny-random" else name))
+
+
 def tiny_random_bert(seed: int = 0):
     """A deterministic random-init 2x128 BERT on bert-base-uncased's WordPiece vocabulary."""
-    from transformers import AutoTokenizer, BertConfig, BertModel
+    from transformers import BertConfig, BertModel
 
-    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path("minilm"))
+    tokenizer = load_tokenizer("minilm")
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=128, num_hidden_layers=2,
                         num_attention_heads=2, intermediate_size=512, max_position_embeddings=512)
     with torch.random.fork_rng(devices=[]):
@@ -129,13 +147,13 @@ def load_backbone(name: str):
     """(transformer, tokenizer) for a model name; raises SreError when it cannot be loaded offline."""
     if name == "tiny-random":
         return tiny_random_bert()
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoModel
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()  # load reports about the unused pretrained pooler are noise here
     location = resolve_model_path(name)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(location)
+        tokenizer = load_tokenizer(name)
         model = AutoModel.from_pretrained(location, add_pooling_layer=False)
     except TypeError:  # architectures without a pooling layer flag
         model = AutoModel.from_pretrained(location)
@@ -183,25 +201,27 @@ class Encoder(nn.Module):
 
     @torch.no_grad()
     def encode(self, sentences, pooler: str | None = None, batch_size: int = 128, precision: str = "fp32",
-               max_len: int | None = None) -> np.ndarray:
+               max_len: int | None = None, embedding=None, sort_key=None) -> np.ndarray:
         """Embeddings (float32, one row per input) of `sentences`; each distinct sentence is encoded once,
         in length-sorted batches so that padding is minimal. No truncation below the model's limit
-        (SimCSE's evaluation batcher does not truncate)."""
+        (SimCSE's evaluation batcher does not truncate). `embedding` (a tokenised batch -> one vector per
+        sentence, hidden_size wide) replaces the pooled encoder (`embed` with `pooler`), e.g. for a
+        method's own head; it runs with the encoder in eval mode, and other modules' modes are its caller's.
+        `sort_key` (a sentence -> its length) replaces the token count in the sort: a sentence's vector can
+        differ in the last bits with the batch it is padded in, so a caller whose records were made with
+        another batching keeps it."""
+        embedding = embedding or (lambda batch: self.embed(batch, pooler))
         unique = list(dict.fromkeys(sentences))
-        lengths = [len(ids) for ids in self.tokenizer(unique, truncation=True, max_length=512)["input_ids"]]
+        lengths = ([sort_key(s) for s in unique] if sort_key else
+                   [len(ids) for ids in self.tokenizer(unique, truncation=True, max_length=512)["input_ids"]])
         order = np.argsort(lengths, kind="stable")
         out = np.zeros((len(unique), self.hidden_size), dtype=np.float32)
-        was_training = self.training
-        self.eval()
-        try:
-            with autocast(precision, self.device_type):
-                for start in tqdm(range(0, len(unique), batch_size), desc=f"encode {self.name}",
-                                  disable=not progress_enabled() or len(unique) <= 4096, mininterval=5):
-                    idx = order[start:start + batch_size]
-                    batch = self.tokenize([unique[i] for i in idx], max_len)
-                    out[idx] = self.embed(batch, pooler).cpu().numpy()
-        finally:
-            self.train(was_training)
+        with evaluating(self), autocast(precision, self.device_type):
+            for start in tqdm(range(0, len(unique), batch_size), desc=f"encode {self.name}",
+                              disable=not progress_enabled() or len(unique) <= 4096, mininterval=5):
+                idx = order[start:start + batch_size]
+                batch = self.tokenize([unique[i] for i in idx], max_len)
+                out[idx] = embedding(batch).float().cpu().numpy()
         index = {s: i for i, s in enumerate(unique)}
         return out[[index[s] for s in sentences]]
 

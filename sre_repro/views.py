@@ -1,6 +1,7 @@
 """ConSERT's views and loss, shared by the methods `consert` and `slt_fai` (SLT-FAI's official code is a
-ConSERT fork). Kept outside methods/common.py, which is in every run's code hash; runs.py hashes this file
-into the runs of the two methods that use it.
+ConSERT fork), and their common base (`FrequencyAnalysed`: tokenised sentences in, SLT-FAI's frequency
+analyses in the final record). Kept outside methods/common.py, which is in every run's code hash; runs.py
+hashes this file into the runs of the two methods that use it.
 
 Every augmentation acts on the embedding layer's OUTPUT, as ConSERT's bundled modeling_bert does it (l.868-1003):
   shuffle         permutes the position ids of the first n = attention-mask-sum positions ([CLS]/[SEP]
@@ -114,5 +115,8 @@ def validate_views(cfg: dict) -> None:
         require_choice(cfg, view, AUGMENTATIONS)
         if cfg[view] not in ("none", "shuffle") and not 0 < cfg[f"{view}_rate"] < 1:
             raise SreError(f"{view}_rate must lie in (0, 1) for {cfg[view]}, got {cfg[f'{view}_rate']}")
-    if cfg["analysis_sentences"] < 10:
-        raise SreError(f"analysis_sentences must be at least 10, got {cfg['analysis_sentences']}")
+
+
+def consert_views(cfg: dict, input_ids: torch.Tensor) -> list[tuple[torch.Tensor, str, float]]:
+    """ConSERT's two views of a batch, as `augmented_forward` takes them: (ids, view1, view1_rate), (ids, view2, ...)."""
+    return [(input_ids, cfg["view1"], cfg["view1_rate"]), (input_ids, cfg["view2"], cfg["view2_rate"])]

@@ -6,8 +6,7 @@ import torch
 
 from sre_repro.config import resolve
 from sre_repro.errors import SreError
-from sre_repro.methods.byop import dynamic_margin
-from sre_repro.methods.common import margin_info_nce, perturbed_cosines
+from sre_repro.methods.common import dynamic_margin, margin_info_nce, perturbed_cosines
 
 # z1 = the unit vectors, z2 = unit rows, so cos(z1_i, z2_j) = Z2[j][i]
 Z1 = torch.eye(3)

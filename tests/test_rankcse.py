@@ -7,8 +7,8 @@ import torch
 
 from sre_repro.config import resolve
 from sre_repro.errors import SreError
-from sre_repro.methods.common import cosine_matrix, info_nce, margin_info_nce
-from sre_repro.methods.rankcse import RankCSE, dynamic_margin, list_mle, parse_teachers
+from sre_repro.methods.common import cosine_matrix, dynamic_margin, info_nce, margin_info_nce
+from sre_repro.methods.rankcse import RankCSE, list_mle, parse_teachers
 
 SCORES = [[2.0, 0.5, -1.0], [0.1, 3.0, 0.4], [1.0, -0.2, 0.7]]
 TEACHER = [[0.9, 0.1, 0.5], [0.2, 0.8, 0.3], [0.6, 0.4, 0.1]]  # no ties

@@ -13,7 +13,8 @@ from sre_repro.data.corpora import bookcorpus_token_counts
 from sre_repro.errors import SreError
 from sre_repro.evaluate.frequency import _probe_accuracy, _separation, frequency_labels, label_statistics, low_threshold
 from sre_repro.methods.consert import ConSERT
-from sre_repro.methods.slt_fai import SLTFAI, GradientReversal, at_loss, isf_mask, majority_share, warmup_done
+from sre_repro.methods.common import GradientReversal
+from sre_repro.methods.slt_fai import SLTFAI, at_loss, isf_mask, majority_share, warmup_done
 from sre_repro.train import Interrupted, train
 from sre_repro.views import nt_xent, view_inputs
 

@@ -204,10 +204,10 @@ def corpus_low_statistics(rates, n_sentences: int = 5000, data_dir=None) -> pd.D
     """On the unlabelled STS corpus (a seeded sample): per lambda, the share of word tokens labelled LOW and of
     sentences holding none, which is what the paper's ISF rule (mask LOW words) can act on."""
     from ..data.corpora import bookcorpus_token_counts
-    from ..encoder import load_backbone
+    from ..encoder import load_tokenizer
     from ..evaluate.frequency import analysis_sample, frequency_labels
 
-    _, tokenizer = load_backbone("sre-bert")
+    tokenizer = load_tokenizer("sre-bert")
     sentences = analysis_sample(n_sentences, data_dir)
     ids = tokenizer(sentences, add_special_tokens=False)["input_ids"]
     counts = bookcorpus_token_counts(data_dir)

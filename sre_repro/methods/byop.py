@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import SreError
-from .common import PERTURBATIONS, DropoutViews, margin_info_nce, multitask_weights, require_choice, require_positive
+from .common import (PERTURBATIONS, DropoutViews, dynamic_margin, margin_info_nce, multitask_weights, require_choice,
+                     require_positive)
 
 
 @dataclass
@@ -31,12 +32,6 @@ class Params:
     dynamic_margin_axis: str = "anchor"  # anchor (paper: m_i for row i) | column (official code: m_j)
     loss_mode: str = "single"           # single | multi-task (the -M variants)
     multitask_alpha: float = 1.0        # (l + alpha * l_BYOP) / (1 + alpha); the paper's 1/2 is alpha = 1
-
-
-def dynamic_margin(cos, axis: str):
-    """BYOPD's margin sim(z_i, z_i') / (N - 1), detached, one per anchor row or (official code) per column."""
-    diagonal = cos.diagonal().detach() / (len(cos) - 1)
-    return diagonal[:, None] if axis == "anchor" else diagonal[None, :]
 
 
 class BYOP(DropoutViews):

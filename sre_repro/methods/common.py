@@ -13,6 +13,7 @@ Methods never import each other: what they share lives here or in the trainer.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,7 @@ from torch import nn
 from ..data import corpora
 from ..distributed import gather_rows
 from ..errors import SreError
+from ..evaluate.frequency import frequency_analysis
 from ..settings import require_choice, require_positive  # noqa: F401  (the methods' checks)
 
 
@@ -206,6 +208,38 @@ class DropoutViews(Method):
         return z1, z2
 
 
+class GradientReversal(torch.autograd.Function):
+    """Identity forward; the gradient times -1 backward (Ganin and Lempitsky; a fixed coefficient of 1)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -grad
+
+
+def count_call(counter: torch.Tensor, training: bool) -> int:
+    """The value of a call-count buffer before this call (e.g. a method's training `loss` calls: a buffer, so
+    that checkpoints keep it and a resumed run counts on), counted up by one when `training`."""
+    before = int(counter)
+    if training:
+        counter += 1
+    return before
+
+
+@contextmanager
+def buffered_generator(state: torch.Tensor, keep: bool):
+    """A CPU generator at the state held in a buffer (so that checkpoints keep it and a resumed run draws on
+    exactly), whose state after the block is written back to the buffer when `keep`."""
+    generator = torch.Generator()
+    generator.set_state(state.cpu())
+    yield generator
+    if keep:
+        state.copy_(generator.get_state())
+
+
 def training_sentences(cfg: dict, data_dir=None) -> list[str]:
     source = cfg["train_data"]
     if source == "wiki1m":
@@ -253,6 +287,13 @@ def perturbed_cosines(cos: torch.Tensor, perturbation: str, margin) -> torch.Ten
     return cos + shift * margin
 
 
+def dynamic_margin(cos: torch.Tensor, axis: str) -> torch.Tensor:
+    """BYOPD's margin sim(z_i, z_i') / (N - 1) from the cosine matrix, detached: one per anchor row (`anchor`,
+    the BYOP paper's m_i; n x 1) or, as the official BYOP code broadcasts it, one per column (`column`; 1 x n)."""
+    diagonal = cos.diagonal().detach() / (len(cos) - 1)
+    return diagonal[:, None] if axis == "anchor" else diagonal[None, :]
+
+
 def margin_info_nce(z1: torch.Tensor, z2: torch.Tensor, temperature: float, perturbation: str, margin,
                     loss_mode: str, alpha: float = 1.0) -> dict[str, torch.Tensor]:
     """SimCSE's InfoNCE on perturbed cosines. loss_mode "single": the perturbed loss only; "multi-task":
@@ -275,3 +316,22 @@ def margin_info_nce(z1: torch.Tensor, z2: torch.Tensor, temperature: float, pert
 def multitask_weights(loss_mode: str, alpha: float) -> dict[str, float]:
     """margin_info_nce's term weights: (plain + alpha * perturbed) / (1 + alpha) in multi-task mode."""
     return {"loss_plain": 1 / (1 + alpha), "loss_perturbed": alpha / (1 + alpha)} if loss_mode == "multi-task" else {}
+
+
+class FrequencyAnalysed(Method):
+    """What consert and slt_fai (either backbone) share besides the views: one tokenised copy of each sentence
+    per batch (the views are made in the forward), and SLT-FAI's frequency analyses (Figs. 5-7) of the kept
+    model in the final record, on `analysis_sentences` sentences of the STS corpus."""
+
+    @classmethod
+    def validate(cls, cfg):
+        if cfg["analysis_sentences"] < 10:
+            raise SreError(f"analysis_sentences must be at least 10, got {cfg['analysis_sentences']}")
+
+    def collate(self, sentences):
+        return self.encoder.tokenize(list(sentences), self.cfg["max_len"])
+
+    def finish(self):
+        final = super().finish()
+        final["frequency"] = frequency_analysis(self.encoder, self.cfg["analysis_sentences"], self.data_dir)
+        return final

@@ -13,8 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..encoder import pool
-from ..views import CONSERT_PAPER, CONSERT_RECIPE, augmented_forward, disable_dropout, nt_xent, validate_views
-from .common import Method
+from ..views import (CONSERT_PAPER, CONSERT_RECIPE, augmented_forward, consert_views, disable_dropout,
+                     nt_xent, validate_views)
+from .common import FrequencyAnalysed
+
 
 @dataclass
 class Params:
@@ -28,7 +30,7 @@ class Params:
     analysis_sentences: int = 10000   # sentences of the STS corpus in the frequency analyses (Figs. 5-7: 10,000)
 
 
-class ConSERT(Method):
+class ConSERT(FrequencyAnalysed):
     Params = Params
     PROBE_OVERRIDES = {"analysis_sentences": 16}
     SCALE_PRESETS = {"smoke": dict(train_data="sts_unlabeled", eval_pooler="avg", analysis_sentences=60),
@@ -41,23 +43,13 @@ class ConSERT(Method):
     @classmethod
     def validate(cls, cfg):
         validate_views(cfg)
-
-    def collate(self, sentences):
-        return self.encoder.tokenize(list(sentences), self.cfg["max_len"])
+        super().validate(cfg)
 
     def loss(self, batch):
-        ids = batch["input_ids"]
-        views = [(ids, self.cfg["view1"], self.cfg["view1_rate"]), (ids, self.cfg["view2"], self.cfg["view2_rate"])]
+        views = consert_views(self.cfg, batch["input_ids"])
         hidden = augmented_forward(self.encoder.model, batch["attention_mask"], views, self.encoder.hidden_size)
         z1, z2 = pool(self.cfg["pooler"], hidden, batch["attention_mask"].repeat(2, 1)).float().chunk(2)
         return {"loss": self.cfg["cl_rate"] * nt_xent(z1, z2, self.cfg["temperature"])}
-
-    def finish(self):
-        from ..evaluate.frequency import frequency_analysis
-
-        final = super().finish()
-        final["frequency"] = frequency_analysis(self.encoder, self.cfg["analysis_sentences"], self.data_dir)
-        return final
 
 
 METHOD = ConSERT

@@ -24,10 +24,9 @@ reconstructs the masked phrases from the two sentence embeddings alone; plus MLM
             loss for a sentence without a phrase, or when a view has >= max_len tokens (the code's rule).
   loss      L = L_generative + mlm_weight * L_MLM (Eq. 4), MLM on view 1 only (a separate forward, 15% with
             80/10/10); `contrastive_weight` > 0 adds SimCSE's InfoNCE between the two views (not in PaSeR).
-Supervised PaSeR (Sec. 3.3, Eq. 5) is `train_data=snli`: supervised SimCSE's InfoNCE over (premise,
-entailment, contradiction) + alpha * L_generative on the premise, no MLM, starting from the kept checkpoint of
-the unsupervised PaSeR run of the same scale, PLM, seed and PaSeR knobs (`init_from_unsup`; `reuse_decoder`
-also takes its decoder). The official code releases neither RAKE, masking nor EDA (notes/official_code.md 1.1).
+Supervised PaSeR (Sec. 3.3, Eq. 5), `train_data=snli`: SimCSE-sup's InfoNCE + alpha * L_generative on the premise,
+no MLM, from the unsupervised run with the same knobs (`init_from_unsup`, a dependency; `reuse_decoder`: its
+decoder too). The official code releases neither RAKE, masking nor EDA (notes/official_code.md 1.1).
 """
 from __future__ import annotations
 
@@ -94,9 +93,8 @@ class PaSeR(Method):
     SCALE_PRESETS = {
         "smoke": dict(train_data="sts_unlabeled", max_len=32, decoder_layers=2, decoder_heads=2, syntax_train_sentences=300,
                       recon_dev_sentences=16),
-        # the stand-in PLM's raw [CLS] was never trained (no next-sentence objective): the cpu edition pools
-        # by averaging in training and at test, as its SimCSE does; Table 9 compares the poolers
-        # head_lr: the decoder's rate, chosen on STS-B dev by the appendix "The cpu recipe"
+        # the stand-in's raw [CLS] was never trained (no next-sentence objective): cpu pools by averaging, as its
+        # SimCSE does (Table 9 compares poolers); head_lr: the decoder's, chosen by the appendix "The cpu recipe"
         "cpu": dict(train_data="sts_unlabeled", pooler="avg", eval_pooler="avg", head_lr=1e-3),
         "paper": dict(train_data="sts_unlabeled", epochs=5, precision="fp32"),
     }
@@ -121,8 +119,7 @@ class PaSeR(Method):
     @classmethod
     def build(cls, cfg, device, data_dir=None, dependencies=None):
         method = super().build(cfg, device, data_dir)
-        if "unsupervised" in (dependencies or {}):
-            state = dependencies["unsupervised"].state_dict()
+        if state := (dependencies or {}).get("unsupervised", nn.Module()).state_dict():
             keep = ("encoder.",) + (("decoder.", "projection.", "lm_head.") if cfg["reuse_decoder"] else ())
             method.load_state_dict({k: v for k, v in state.items() if k.startswith(keep)}, strict=False)
         return method

@@ -42,10 +42,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..encoder import MLP, pool
+from ..encoder import MLP, evaluating, pool
 from ..errors import SreError
 from ..distributed import gather_rows
-from .common import PROBE_PAIRS, Method, cosine_matrix, require_choice, require_positive
+from .common import PROBE_PAIRS, Method, cosine_matrix, count_call, require_choice, require_positive
 
 AUGMENTATIONS = ["none", "reorder", "duplication", "deletion"]
 
@@ -142,18 +142,13 @@ class PseudoHead(nn.Module):
         self.mlp = MLP(d) if cfg["mlp"] else nn.Identity()
 
     def forward(self, states, mask, step2_attention=None):
+        h = states
         if self.cfg["pseudo"]:
             pseudo = self.pseudo.weight.unsqueeze(0).expand(len(states), -1, -1)
             z = self.attention(pseudo, states, mask)                             # Eq. 1
             h = (step2_attention or self.attention)(states, z)                   # Eq. 3
-        else:
-            h = states
-        if self.cfg["y_source"] == "pooled" or self.cfg["h_pool"] == "cls":
-            h = h[:, 0]
-        else:
-            weights = mask.unsqueeze(-1).to(h.dtype)
-            h = (h * weights).sum(1) / weights.sum(1)
-        return self.mlp(h)
+        cls = self.cfg["y_source"] == "pooled" or self.cfg["h_pool"] == "cls"
+        return self.mlp(pool("cls" if cls else "avg", (h,), mask))  # avg: over the mask's rows
 
 
 class PTBERT(Method):
@@ -177,8 +172,7 @@ class PTBERT(Method):
         self.key_head = copy.deepcopy(self.head)
         for p in [*self.key_model.parameters(), *self.key_head.parameters()]:
             p.requires_grad_(False)
-        out = encoder.hidden_size
-        self.register_buffer("queue", torch.zeros(cfg["queue_keys"], out))
+        self.register_buffer("queue", torch.zeros(cfg["queue_keys"], encoder.hidden_size))
         self.register_buffer("queue_filled", torch.zeros((), dtype=torch.long))
         self.register_buffer("loss_calls", torch.zeros((), dtype=torch.long))
 
@@ -243,10 +237,8 @@ class PTBERT(Method):
         self.queue_filled.copy_(torch.clamp(self.queue_filled + len(keys), max=len(self.queue)))
 
     def loss(self, batch):
-        if self.training and int(self.loss_calls) > 0:
+        if count_call(self.loss_calls, self.training) > 0 and self.training:  # from the second training call on
             self.momentum_update()
-        if self.training:
-            self.loss_calls += 1
         # data parallel: every process's queries and keys, so the queues stay identical across processes
         h = gather_rows(self.head(*self.states(self.encoder.model, batch["online"])))
         k = gather_rows(self.keys(batch["key"]))
@@ -259,22 +251,11 @@ class PTBERT(Method):
 
     @torch.no_grad()
     def encode_h(self, sentences, batch_size: int = 128):
-        """The final embedding h (P, A and the MLP on the online encoder), as the paper's Figure 3 measures it."""
-        import numpy as np
-
-        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))  # length-sorted: less padding
-        ordered = [sentences[i] for i in order]
-        was_training = self.training
-        self.eval()
-        try:
-            out = [self.head(*self.states(self.encoder.model, self.encoder.tokenize(ordered[i:i + batch_size]))).float().cpu()
-                   for i in range(0, len(ordered), batch_size)]
-        finally:
-            self.train(was_training)
-        embedded = np.concatenate([o.numpy() for o in out]) if out else np.zeros((0, self.encoder.hidden_size))
-        result = np.empty_like(embedded)
-        result[order] = embedded
-        return result
+        """The final embedding h (P, A and the MLP on the online encoder), as the paper's Figure 3 measures it.
+        Batched by character length, as the records were made (token-length batches change the last bits)."""
+        with evaluating(self):
+            return self.encoder.encode(sentences, batch_size=batch_size, sort_key=len,
+                                       embedding=lambda batch: self.head(*self.states(self.encoder.model, batch)))
 
     def dev_metrics(self):
         """STS-B dev of the encoder (what selects the checkpoint and is tested), plus the alignment and
@@ -302,15 +283,11 @@ class PTBERT(Method):
     @torch.no_grad()
     def pseudo_attention(self, sentences: list[str]) -> list[dict]:
         """Which token states each pseudo token reads (step 1's weights, mean over heads), per sentence."""
-        was_training = self.training
-        self.eval()
-        try:
+        with evaluating(self):
             batch = self.encoder.tokenize(sentences)
             y, mask = self.states(self.encoder.model, batch)
             pseudo = self.head.pseudo.weight.unsqueeze(0).expand(len(y), -1, -1)
             _, weights = self.head.attention(pseudo, y, mask, return_weights=True)
-        finally:
-            self.train(was_training)
         rows = []
         for ids, m, w in zip(batch["input_ids"], mask, weights.mean(1)):
             n = int(m.sum())

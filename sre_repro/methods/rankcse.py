@@ -40,8 +40,8 @@ from dataclasses import dataclass
 import torch
 
 from ..errors import SreError
-from .common import (PERTURBATIONS, DropoutViews, cosine_matrix, info_nce, margin_info_nce, require_choice,
-                     require_positive)
+from .common import (PERTURBATIONS, DropoutViews, cosine_matrix, dynamic_margin, info_nce, margin_info_nce,
+                     require_choice, require_positive)
 
 TEACHER_METHODS = ["simcse", "simcse_sup"]
 TEACHER_CACHE_BYTES = 256 * 2 ** 20  # cpu: about 7 MB for Table 3's two student seeds, 10 MB for three
@@ -86,12 +86,6 @@ def list_mle(scores: torch.Tensor, teacher: torch.Tensor, reduction: str = "sum"
     tails = torch.logcumsumexp(ranked.flip(1), dim=1).flip(1)  # log sum_{l >= k} exp(s_l)
     per_row = (tails - ranked).sum(1)
     return (per_row / scores.shape[1] if reduction == "mean" else per_row).mean()
-
-
-def dynamic_margin(cos, axis: str):
-    """BYOPD's margin sim(z_i, z_i') / (N - 1), detached (byop.py's, repeated: methods do not import each other)."""
-    diagonal = cos.diagonal().detach() / (len(cos) - 1)
-    return diagonal[:, None] if axis == "anchor" else diagonal[None, :]
 
 
 def teacher_cfg(cfg: dict, method: str, seed: int) -> dict:

@@ -50,8 +50,10 @@ from torch import nn
 
 from ..encoder import pool
 from ..errors import SreError
-from ..views import CONSERT_PAPER, CONSERT_RECIPE, augmented_forward, disable_dropout, nt_xent, validate_views
-from .common import Method, info_nce, require_choice, simcse_pooler, validate_simcse_pooler
+from ..views import (CONSERT_PAPER, CONSERT_RECIPE, augmented_forward, consert_views, disable_dropout,
+                     nt_xent, validate_views)
+from .common import (DropoutViews, FrequencyAnalysed, GradientReversal, buffered_generator, count_call, info_nce,
+                     require_choice, simcse_pooler, validate_simcse_pooler)
 
 BACKBONES = {"consert": {"temperature": 0.1, "cl_rate": 0.15, "warmup_epochs": 0.5},
              "simcse": {"temperature": 0.05, "cl_rate": 1.0, "warmup_epochs": 0.1}}
@@ -80,18 +82,6 @@ class Params:
     warmup_rule: str = "once"         # once (the paper) | every_epoch (the code)
     aux_warmup_steps: int = -1        # >= 0: the warm-up in steps (overrides warmup_epochs)
     analysis_sentences: int = 10000   # sentences of the STS corpus in the frequency analyses (Figs. 5-7: 10,000)
-
-
-class GradientReversal(torch.autograd.Function):
-    """Identity forward; the gradient times -1 backward (Ganin and Lempitsky; the code's coefficient is fixed at 1)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return -grad
 
 
 def discriminator(kind: str, d: int, token_level: bool) -> nn.Module:
@@ -143,7 +133,7 @@ def majority_share(targets: torch.Tensor, positions: torch.Tensor) -> torch.Tens
     return torch.maximum(low, 1 - low)
 
 
-class SLTFAI(Method):
+class SLTFAI(FrequencyAnalysed):
     Params = Params
     PROBE_OVERRIDES = {"analysis_sentences": 16, "aux_warmup_steps": 1}  # the auxiliary losses act from step 2
     SCALE_PRESETS = {"smoke": dict(train_data="sts_unlabeled", eval_pooler="avg", analysis_sentences=60, aux_warmup_steps=2),
@@ -176,17 +166,15 @@ class SLTFAI(Method):
         self.steps_per_epoch = 1
 
     @staticmethod
-    def backbone_presets(scale: str, overrides: dict) -> dict:
-        """With the SimCSE backbone, SimCSE's presets of the scale replace ConSERT's recipe (corpus, length,
-        optimiser, schedule, poolers), with the paper's batch of 32 at paper scale and, at cpu, the paper's warm-up
-        share in steps (0.1 of SimCSE's one epoch: 10 of 100 steps)."""
+    def backbone_presets(scale: str, overrides: dict, defaults: dict, scale_presets: dict) -> dict:
+        """With the SimCSE backbone, SimCSE's presets of the scale (`defaults`: the common knobs', `scale_presets`:
+        the scale's, both from config.py) replace ConSERT's recipe (corpus, length, optimiser, schedule, poolers),
+        with the paper's batch of 32 at paper scale and, at cpu, the paper's warm-up share in steps (0.1 of
+        SimCSE's one epoch: 10 of 100 steps)."""
         if overrides.get("backbone") != "simcse":
             return {}
-        from ..config import SCALE_PRESETS, CommonConfig
-        from .common import DropoutViews
-
-        simcse = {**{k: getattr(CommonConfig, k) for k in ("train_data", "max_len", "weight_decay", "adam_eps", "warmup_ratio")},
-                  **SCALE_PRESETS[scale], **DropoutViews.SCALE_PRESETS.get(scale, {})}
+        simcse = {**{k: defaults[k] for k in ("train_data", "max_len", "weight_decay", "adam_eps", "warmup_ratio")},
+                  **scale_presets, **DropoutViews.SCALE_PRESETS.get(scale, {})}
         keys = ["train_data", "max_len", "weight_decay", "adam_eps", "warmup_ratio", "lr", "epochs", "max_steps",
                 "eval_steps", "batch_size", "precision", "pooler", "eval_pooler"]
         presets = {k: simcse[k] for k in keys if k in simcse}
@@ -244,8 +232,7 @@ class SLTFAI(Method):
             validate_views({**cfg, "temperature": cfg["temperature"] or 1, "cl_rate": cfg["cl_rate"] or 1})
         else:
             validate_simcse_pooler(cfg)
-            if cfg["analysis_sentences"] < 10:
-                raise SreError(f"analysis_sentences must be at least 10, got {cfg['analysis_sentences']}")
+        super().validate(cfg)
 
     def corpus(self, data_dir=None):
         examples = super().corpus(data_dir)
@@ -253,30 +240,21 @@ class SLTFAI(Method):
         self.steps_per_epoch = max(1, used // self.cfg["batch_size"])  # the trainer drops the last partial batch
         return examples
 
-    def collate(self, sentences):
-        return self.encoder.tokenize(list(sentences), self.cfg["max_len"])
-
     def loss(self, batch):
-        step = int(self.loss_calls)
-        if self.training:
-            self.loss_calls += 1
+        step = count_call(self.loss_calls, self.training)
         aux_on = self.training and warmup_done(step, self.warmup, self.steps_per_epoch)
         ids, mask = batch["input_ids"], batch["attention_mask"]
         rows = len(ids)
         masked = None
         if self.cfg["beta"] > 0:
-            generator = torch.Generator()
-            generator.set_state(self.mask_rng.cpu())
-            masked = isf_mask(ids, mask, self.labels, self.special, self.cfg["isf_mask"], self.isf_rate,
-                              self.encoder.tokenizer.mask_token_id, generator)
-            if self.training:
-                self.mask_rng.copy_(generator.get_state())
+            with buffered_generator(self.mask_rng, keep=self.training) as generator:
+                masked = isf_mask(ids, mask, self.labels, self.special, self.cfg["isf_mask"], self.isf_rate,
+                                  self.encoder.tokenizer.mask_token_id, generator)
         # one forward: view 1, view 2 and (ISF) the sentence as it is (ConSERT, isf_original=sentence) and the
         # incomplete copy, both unaugmented
         plain = masked is not None and self.cfg["backbone"] == "consert" and self.cfg["isf_original"] == "sentence"
         if self.cfg["backbone"] == "consert":
-            views = [(ids, self.cfg["view1"], self.cfg["view1_rate"]), (ids, self.cfg["view2"], self.cfg["view2_rate"])]
-            views += [(ids, "none", 0.0)] if plain else []
+            views = consert_views(self.cfg, ids) + ([(ids, "none", 0.0)] if plain else [])
             views += [(masked, "none", 0.0)] if masked is not None else []
             hidden = augmented_forward(self.encoder.model, mask, views, self.encoder.hidden_size)
         else:
@@ -288,12 +266,9 @@ class SLTFAI(Method):
         contrastive = nt_xent(z1, z2, self.temperature) if self.cfg["backbone"] == "consert" else info_nce(z1, z2, self.temperature)
         terms = {"loss_cl": contrastive}
         loss = self.cl_rate * contrastive
-        with torch.set_grad_enabled(aux_on and torch.is_grad_enabled()):
+        with torch.set_grad_enabled(aux_on and torch.is_grad_enabled()):  # in the warm-up: no graph, records only
             if self.cfg["alpha"] > 0:
-                states = hidden[-1][:2 * rows]
-                if not aux_on:
-                    states = states.detach()
-                logits = self.similarity_discriminator(GradientReversal.apply(states))
+                logits = self.similarity_discriminator(GradientReversal.apply(hidden[-1][:2 * rows]))
                 targets = self.labels[ids].repeat(2, 1)
                 if self.cfg["at_positions"] == "tokens":
                     positions = (mask.bool() & ~self.special[ids]).repeat(2, 1)
@@ -305,10 +280,7 @@ class SLTFAI(Method):
                     loss = loss + self.cfg["alpha"] * terms["loss_at"]
             if masked is not None:
                 original = z[2 * rows:3 * rows] if plain else z1
-                pair = torch.cat([original, z[-rows:]])
-                if not aux_on:
-                    pair = pair.detach()
-                logits = self.information_discriminator(pair)
+                logits = self.information_discriminator(torch.cat([original, z[-rows:]]))
                 targets = torch.cat([torch.zeros(rows, dtype=torch.long), torch.ones(rows, dtype=torch.long)]).to(logits.device)
                 terms["loss_isf"] = F.cross_entropy(logits[:rows], targets[:rows]) + F.cross_entropy(logits[rows:], targets[rows:])
                 terms["isf_accuracy"] = (logits.argmax(-1) == targets).float().mean()
@@ -319,10 +291,7 @@ class SLTFAI(Method):
         return {"loss": loss, **terms}
 
     def finish(self):
-        from ..evaluate.frequency import frequency_analysis
-
-        final = super().finish()
-        final["frequency"] = frequency_analysis(self.encoder, self.cfg["analysis_sentences"], self.data_dir)
+        final = super().finish()  # with the frequency analyses
         final["threshold"] = self.threshold
         return final
 
