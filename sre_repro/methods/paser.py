@@ -38,6 +38,7 @@ from torch import nn
 
 from ..data import corpora
 from ..eda import augment, mask_units, text_of
+from ..encoder import evaluating
 from ..errors import SreError
 from ..generative import build_decoder, decoder_batch, decoding_signal, greedy_decode, token_loss
 from ..masked_lm import mlm_loss, pretrained_mlm_head
@@ -281,12 +282,10 @@ class PaSeR(Method):
 
     def finish(self):
         final = super().finish()
-        was_training = self.training
-        self.eval()
-        final["reconstructions"] = [self.reconstruct(s, p) for s, p in TABLE7]
-        final["reconstruction"] = self.reconstruction_metrics()
+        with evaluating(self):
+            final["reconstructions"] = [self.reconstruct(s, p) for s, p in TABLE7]
+            final["reconstruction"] = self.reconstruction_metrics()
         final["mlm_head_pretrained"] = self.lm_head_pretrained
-        self.train(was_training)
         return final
 
 
