@@ -157,9 +157,10 @@ def cmd_records(args) -> int:
         for line in fingerprints.accept(args.variants or None, args.results, args.data_dir, args.workers):
             print(line)
         return 0
-    lines, status = fingerprints.report(fingerprints.status(args.results, args.data_dir, args.workers, args.full))
+    state = fingerprints.status(args.results, args.data_dir, args.workers, args.full)
+    lines, status = fingerprints.report(state)
     if status == 0:
-        fingerprints.write_stamp(args.results)
+        fingerprints.write_stamp(state["tree"], args.results)
     print("\n".join(lines))
     return status
 

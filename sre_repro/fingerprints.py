@@ -140,8 +140,9 @@ def confirmed_here(fingerprints: dict[str, dict], root=None) -> bool:
                      "fingerprints": {v: f["fingerprint"] for v, f in fingerprints.items()}}
 
 
-def write_stamp(root=None) -> None:
-    runs.write_json_atomic(_stamp_path(root), {"source_tree": runs.source_tree(), "fingerprints": {
+def write_stamp(tree: str, root=None) -> None:
+    """Record that a passing check probed source tree `tree` and confirmed the committed fingerprints."""
+    runs.write_json_atomic(_stamp_path(root), {"source_tree": tree, "fingerprints": {
         v: f["fingerprint"] for v, f in committed(root).items()}})
 
 
@@ -160,6 +161,9 @@ def _probe_many(jobs: list[tuple[str, str, dict]], data_dir=None) -> dict[str, d
         print(f"probing {variant}", file=sys.stderr, flush=True)
         out[variant] = json.loads(json.dumps(run_probe(kind, cfg, data_dir)))
         runs.write_json_atomic(cache, out[variant])
+    if "joblib" in sys.modules:  # the transfer probes' idle loky workers would hold a probe process 5 minutes
+        from joblib.externals.loky import get_reusable_executor
+        get_reusable_executor().shutdown(wait=True)
     return out
 
 
@@ -197,7 +201,7 @@ def status(root=None, data_dir=None, workers: int = 2, full: bool = False) -> di
     users: dict[str, list[Path]] = {}
     pending: dict[str, tuple[str, dict]] = {}  # variant -> (kind, probe config) of records without a fingerprint
     stale, other_source = [], []
-    tree = runs.source_tree()
+    tree = runs.source_tree()  # the source the probes below compute with
     for path, record in held.items():
         kind = record.get("kind")
         for variant, fingerprint in (record.get("fingerprints") or {}).items():
@@ -214,7 +218,7 @@ def status(root=None, data_dir=None, workers: int = 2, full: bool = False) -> di
     numbers = ({v: fingerprints[v]["numbers"] for v, _, _ in jobs} if confirmed else probe_all(jobs, data_dir, workers))
     changed = {v: diff for v, f in fingerprints.items() if v in numbers
                and (diff := first_difference(f["numbers"], numbers[v]))}
-    return {"changed": changed, "users": users, "confirmed": confirmed, "stale": sorted(set(stale)), "other_source": sorted(set(other_source)),
+    return {"changed": changed, "users": users, "confirmed": confirmed, "tree": tree, "stale": sorted(set(stale)), "other_source": sorted(set(other_source)),
             "pending": pending, "numbers": numbers, "fingerprints": fingerprints,
             "orphans": sorted(set(fingerprints) - set(users))}
 
@@ -262,8 +266,12 @@ def accept(variants: list[str] | None = None, root=None, data_dir=None, workers:
             record["fingerprints"] = {**marks, **{v: runs.committed_fingerprint(v, root) for v in todo}}
             runs.write_json_atomic(path, record)
     if not {v for v in state["changed"] if v not in wanted}:
-        write_stamp(root)
+        write_stamp(state["tree"], root)
     return lines
+
+
+def _short(path: Path) -> str:
+    return f"{path.parent.name}/{path.name}"
 
 
 def report(state: dict) -> tuple[list[str], int]:
@@ -271,7 +279,7 @@ def report(state: dict) -> tuple[list[str], int]:
     lines = []
     for variant, diff in sorted(state["changed"].items()):
         held = state["users"][variant]
-        lines.append(f"changed {variant}: {diff}; stales {len(held)} record(s) ({', '.join(p.parent.name + '/' + p.name for p in held[:3])}"
+        lines.append(f"changed {variant}: {diff}; stales {len(held)} record(s) ({', '.join(map(_short, held[:3]))}"
                      f"{', ...' if len(held) > 3 else ''}); accept the change with: python -m sre_repro records accept {variant}")
     for variant in sorted(state["pending"]):
         lines.append(f"unfingerprinted {variant}: {len(state['users'][variant])} record(s) computed by this source; "
@@ -279,10 +287,10 @@ def report(state: dict) -> tuple[list[str], int]:
     status = 1 if lines else 0
     if state["stale"]:
         lines.append(f"{len(state['stale'])} record(s) rest on a fingerprint since changed (accepted) and read stale "
-                     f"until recomputed, e.g. {state['stale'][0]}")
+                     f"until recomputed, e.g. {_short(state['stale'][0])}")
     if state["other_source"]:
         lines.append(f"{len(state['other_source'])} record(s) without a fingerprint were computed by other source and "
-                     f"read stale, e.g. {state['other_source'][0]}")
+                     f"read stale, e.g. {_short(state['other_source'][0])}")
     checked = len(state["fingerprints"]) - len(state["orphans"])
     how = "confirmed for this source tree by results/fingerprints/checked.json" if state["confirmed"] else "probed"
     lines.append(f"records check: {checked} variant(s) {how}, {len(state['changed'])} changed, "

@@ -20,6 +20,7 @@ import hashlib
 import math
 import random
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -346,7 +347,7 @@ def kept_checkpoint(overrides: dict, data_dir=None) -> Path:
     if not saved.exists():
         work = runs.work_dir() / kind / runs.config_hash(cfg)
         if not _finished_here(kind, cfg, work):
-            print(f"training {kind} seed {cfg['seed']} once for its weights (kept in {saved.parent})")
+            print(f"training {kind} seed {cfg['seed']} once for its weights (kept in {saved.parent})", file=sys.stderr)
             with tempfile.TemporaryDirectory() as results:  # only the weights are wanted, not another record
                 train(overrides, data_dir=data_dir, results_root=results)
         saved.parent.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from sre_repro import book
+from sre_repro import book, report
 from sre_repro.chapters import sarcse as sarcse_chapter, byop as byop_chapter
 from sre_repro.errors import SreError
 
@@ -22,7 +22,7 @@ def test_same_budget_keeps_the_number_of_training_sentences():
 def test_cosine_spread_is_the_within_group_variance():
     gold = np.array([0.5, 0.7, 1.5, 4.5, 5.0, 4.2])
     cos = np.array([0.1, 0.3, 0.5, 0.9, 0.7, 0.8])
-    table = sarcse_chapter.cosine_spread({"m": [{**_run(cos.tolist()), "seed": 7}]}, gold)
+    table = report.cosine_spread({"m": [{**_run(cos.tolist()), "seed": 7}]}, gold)
     total = np.var(cos)
     assert table.loc["m (seed 7)", "total variance"] == pytest.approx(total)
     assert table.loc["m (seed 7)", "0-1"] == pytest.approx(np.var([0.1, 0.3]) / total)

@@ -52,9 +52,9 @@ def test_a_record_is_stale_exactly_when_its_variants_fingerprint_changed(tmp_pat
     assert runs.stale_reasons(runs.read("eval", cfg, tmp_path), tmp_path) == [f"{variant}: fingerprint one is now two"]
     assert runs.lookup("eval", cfg, tmp_path) is None
     # the book may still show it, flagged, but no verdict rests on it
-    assert report.verdict([1.0, 2.0, 3.0], "x")["verdict"] == "holds at this scale"
+    assert report.verdict([1.0, 1.1, 1.2], "x")["verdict"] == "holds at this scale"
     assert runs.lookup("eval", cfg, tmp_path, allow_stale=True)["stale"] is True
-    assert report.verdict([1.0, 2.0, 3.0], "x")["verdict"].startswith("stale: recompute with force=True (1 stale record(s)")
+    assert report.verdict([1.0, 1.1, 1.2], "x")["verdict"].startswith("stale: recompute with force=True (1 stale record(s)")
 
 
 # ----- mutation tests on a copy of the package ---------------------------------------------------------------
@@ -71,7 +71,7 @@ cached("hard_subset", {"run": simcse["config"], "model_name": "tiny-random", "th
 
 def _run(copy: Path, store: Path, *args: str, code: str | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "SRE_REPRO_RESULTS": str(store / "results"), "SRE_REPRO_WORK": str(store / "work"),
-           "PYTHONPATH": str(copy)}
+           "SRE_REPRO_DATA": (copy / "data").read_text(), "PYTHONPATH": str(copy), "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-c", code] if code else [sys.executable, "-m", "sre_repro", *args]
     return subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True, timeout=600)
 
@@ -84,16 +84,17 @@ def _edit(copy: Path, rel: str, old: str, new: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def fingerprinted(tmp_path_factory):
+def fingerprinted(tmp_path_factory, data_dir):
     """A copy of the package and a store of its smoke records, every variant fingerprinted."""
     base = tmp_path_factory.mktemp("mutation")
     copy, store = base / "repo", base / "store"
     shutil.copytree(ROOT / "sre_repro", copy / "sre_repro", ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "data").write_text(str(data_dir))  # where the data is (a file beside the copy, read by _run)
     made = _run(copy, store, code=STORE)
     assert made.returncode == 0, made.stderr[-2000:]
     accepted = _run(copy, store, "records", "accept", "--workers", "1")
     assert accepted.returncode == 0, accepted.stderr[-2000:]
-    assert len(accepted.stdout.splitlines()) == 3  # simcse (both seeds), byop, hard_subset
+    assert len([l for l in accepted.stdout.splitlines() if l.startswith("accepted ")]) == 3  # simcse (2 seeds), byop, hard_subset
     return copy, store
 
 
@@ -112,11 +113,10 @@ def _check(fingerprinted, edits) -> tuple[int, str]:
 
 def test_a_refactor_that_changes_no_number_leaves_every_record_valid(fingerprinted):
     status, out = _check(fingerprinted, [
-        ("train.py", "per_epoch = len(examples) // global_batch", "batches_per_epoch = len(examples) // global_batch"),
-        ("train.py", "total = cfg[\"max_steps\"] or per_epoch * cfg[\"epochs\"]",
-         "total = cfg[\"max_steps\"] or batches_per_epoch * cfg[\"epochs\"]"),
-        ("train.py", "math.ceil(total / per_epoch))]", "math.ceil(total / batches_per_epoch))]"),
-        ("train.py", "epoch, offset = divmod(step, per_epoch)", "epoch, offset = divmod(step, batches_per_epoch)"),
+        ("train.py", "per_epoch = len(examples) // global_batch", "batches = len(examples) // global_batch"),
+        ("train.py", "total = cfg[\"max_steps\"] or per_epoch * cfg[\"epochs\"]", "total = cfg[\"max_steps\"] or batches * cfg[\"epochs\"]"),
+        ("train.py", "math.ceil(total / per_epoch))]", "math.ceil(total / batches))]"),
+        ("train.py", "per_epoch=per_epoch,", "per_epoch=batches,"),
         ("encoder.py", "def load_encoder(", "def _moved_helper():\n    return None\n\n\ndef load_encoder("),
         ("methods/common.py", '"""The contract every method implements', '"""The contract each method implements')])
     assert status == 0, out
@@ -124,13 +124,14 @@ def test_a_refactor_that_changes_no_number_leaves_every_record_valid(fingerprint
 
 
 def test_one_number_inside_one_method_stales_exactly_its_records(fingerprinted):
-    status, out = _check(fingerprinted, [("methods/simcse.py", "temperature: float = 0.05", "temperature: float = 0.06")])
+    # the temperature the loss divides by (its config default would not do: every record's config names 0.05)
+    status, out = _check(fingerprinted, [("methods/simcse.py", 'info_nce(z1, z2, self.cfg["temperature"])',
+                                          'info_nce(z1, z2, 1.2 * self.cfg["temperature"])')])
     copy, store = fingerprinted
     changed = [line for line in out.splitlines() if line.startswith("changed ")]
-    assert status == 1 and len(changed) == 2, out  # simcse's variant, and the evaluation of a simcse run's weights
-    simcse = next(line for line in changed if line.startswith("changed simcse-"))
-    assert "stales 3 record(s)" in simcse and "records accept simcse-" in simcse  # two runs and the evaluation
-    assert not any(line.startswith("changed byop-") for line in changed)
+    # simcse's variant alone; its records are the two runs and the evaluation of a run's weights, which rests on it
+    assert status == 1 and len(changed) == 1 and changed[0].startswith("changed simcse-"), out
+    assert "stales 3 record(s) (hard_subset/" in changed[0] and "records accept simcse-" in changed[0]
 
 
 def test_a_changed_evaluation_stales_exactly_the_records_that_carry_it(fingerprinted):
@@ -144,7 +145,8 @@ def test_accepting_a_change_makes_the_old_records_stale_and_the_check_pass(finge
     copy, store = fingerprinted
     check = _check(fingerprinted, [])
     assert check[0] == 0, check[1]
-    _edit(copy, "methods/byop.py", "margin: float = 0.01", "margin: float = 0.02")
+    _edit(copy, "methods/common.py", "def perturbed_cosines(cos: torch.Tensor, perturbation: str, margin) -> torch.Tensor:",
+          "def perturbed_cosines(cos: torch.Tensor, perturbation: str, margin) -> torch.Tensor:\n    margin = 2 * margin")
     try:
         assert _run(copy, store, "records", "check", "--workers", "1").returncode == 1
         variant = next(p.stem for p in (store / "results" / "fingerprints").glob("byop-*.json"))
