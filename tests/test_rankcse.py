@@ -52,18 +52,25 @@ def test_bad_teacher_settings_are_named():
 
 def test_teachers_are_trained_once_frozen_and_wired_into_the_loss(data_dir):
     from sre_repro import runs
-    from sre_repro.train import seed_everything
+    from sre_repro.train import seed_everything, trained_method
 
     cfg = resolve(overrides={"method": "rankcse", "scale": "smoke", "teachers": "simcse:7", "byop": "dynamic",
                              "perturbation": "p+n-", "gamma": 0.5})
-    seed_everything(cfg["seed"])
-    method = RankCSE.build(cfg, "cpu", data_dir)  # trains the smoke teacher into the test's store
+    assert RankCSE.dependencies(cfg) == {"teacher 1": {"method": "simcse", "seed": 7, "scale": "smoke",
+                                                       "model_name": "tiny-random", "precision": "fp32",
+                                                       "device": "auto", "train_data": "wiki1m"}}
+
+    def build():  # as the trainer does: the teachers first (trained once into the test's store), then the seed
+        teachers = {name: trained_method(o, "cpu", data_dir) for name, o in RankCSE.dependencies(cfg).items()}
+        seed_everything(cfg["seed"])
+        return RankCSE.build(cfg, "cpu", data_dir, teachers)
+
+    method = build()
     after_training = torch.rand(1)
     saved = list((runs.work_dir() / "models").glob("simcse-*.pt"))
     assert len(saved) == 1
     stamp = saved[0].stat().st_mtime_ns
-    seed_everything(cfg["seed"])
-    method = RankCSE.build(cfg, "cpu", data_dir)  # served from the cache, same random state afterwards
+    method = build()  # served from the cache, same random state afterwards
     assert saved[0].stat().st_mtime_ns == stamp and torch.equal(torch.rand(1), after_training)
 
     teacher = method._teachers[0]
@@ -95,7 +102,7 @@ def test_teachers_are_trained_once_frozen_and_wired_into_the_loss(data_dir):
     rankcse._cached_bytes = 0
     first = method.teacher_scores(batch)
     assert len(calls) == 1 and torch.equal(first, cosine_matrix(t, t))
-    again = RankCSE.build(cfg, "cpu", data_dir)  # the next run: a new module, the same kept teacher
+    again = build()  # the next run: a new module, the same kept teacher
     again._teachers[0].encoder.embed = teacher.encoder.embed
     assert torch.equal(again.teacher_scores(batch), first) and len(calls) == 1
     other = method.collate(sentences[::-1])

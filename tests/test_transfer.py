@@ -112,7 +112,7 @@ def test_mrpc_features_and_bad_names(data_dir):
 
 def test_book_transfer_caches_and_encodes_with_the_right_weights(data_dir, monkeypatch):
     """The protocol itself is tested above; here a stand-in for it records which embeddings it was given."""
-    import sre_repro.evaluate.transfer as transfer_module
+    import sre_repro.evaluate.cached as cached_module
     from sre_repro.chapters import byop as byop_chapter
     from sre_repro.encoder import load_encoder
     from sre_repro.train import trained_method
@@ -120,11 +120,11 @@ def test_book_transfer_caches_and_encodes_with_the_right_weights(data_dir, monke
     probe = ["a man is playing a guitar", "the cat sleeps"]
     calls = []
 
-    def fake_protocol(encode, tasks, data_dir, kfold, mrpc_features, solver, sst2_train):
+    def fake_protocol(encode, tasks, data_dir, kfold, mrpc_features, solver, sst2_train, max_examples):
         calls.append((tasks, kfold, mrpc_features, solver, sst2_train))
         return {"probe": float(np.abs(encode(probe)).sum()), "avg": 0.0}
 
-    monkeypatch.setattr(transfer_module, "evaluate_transfer", fake_protocol)
+    monkeypatch.setattr(cached_module, "evaluate_transfer", fake_protocol)
     plm = byop_chapter.transfer({"model_name": "tiny-random", "pooler": "avg"}, "smoke", data_dir)
     assert calls == [(["TREC", "MRPC"], 2, "senteval", "liblinear", 0)]  # the smoke protocol (every SST-2 phrase)
     assert plm["metrics"]["probe"] == pytest.approx(float(np.abs(load_encoder("tiny-random", "avg").encode(probe)).sum()))
