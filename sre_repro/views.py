@@ -1,7 +1,5 @@
 """ConSERT's views and loss, shared by the methods `consert` and `slt_fai` (SLT-FAI's official code is a
-ConSERT fork), and their common base (`FrequencyAnalysed`: tokenised sentences in, SLT-FAI's frequency
-analyses in the final record). Kept outside methods/common.py, which is in every run's code hash; runs.py
-hashes this file into the runs of the two methods that use it.
+ConSERT fork; their common base, `FrequencyAnalysed`, is in methods/common.py).
 
 Every augmentation acts on the embedding layer's OUTPUT, as ConSERT's bundled modeling_bert does it (l.868-1003):
   shuffle         permutes the position ids of the first n = attention-mask-sum positions ([CLS]/[SEP]

@@ -224,7 +224,7 @@ def transfer(source: dict, scale: str, data_dir=None, force: bool = False, tasks
              solver: str = "liblinear") -> dict:
     """Cached SentEval transfer accuracies (BYOP's Table 10) of a PLM as it is (`source` = {"model_name",
     "pooler"}) or of a training run's kept weights (`source` = the run's overrides, e.g. {"method": "byop",
-    "seed": 42, ...}; trained once if its weights are not kept yet, see trained.py)."""
+    "seed": 42, ...}; trained once if its weights are not kept yet, see train.kept_checkpoint)."""
     book._check_scale(scale)
     protocol = TRANSFER_PROTOCOL[scale]
     chosen = list(tasks or protocol["tasks"] or TRANSFER_TASKS)

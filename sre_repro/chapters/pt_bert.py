@@ -44,7 +44,7 @@ def variants(augmentations: list[str]) -> dict[str, dict]:
 def hard_subset(run: dict, data_dir=None, thresholds: str = "paper", force: bool = False) -> dict:
     """A run's scores on the hard-length subset ({"metrics": evaluate_hard_subset's result, ...}): from its
     record where it computed them (PT-BERT, paper thresholds), else a record of their own kind ("hard_subset",
-    with its wall time) from the run's kept weights (trained once if this machine lacks them: trained.py)."""
+    with its wall time) from the run's kept weights (trained once if this machine lacks them: train.kept_checkpoint)."""
     if thresholds not in HARD_THRESHOLDS:
         raise SreError(f"unknown thresholds {thresholds!r}: choose from {', '.join(HARD_THRESHOLDS)}")
     if thresholds == "paper" and "hard_subset" in run["metrics"] and not force:
