@@ -54,16 +54,16 @@ def probe_config(kind: str, cfg: dict) -> dict:
     return {**cfg, **PROBE_SIZE, **get_method(kind).PROBE_OVERRIDES}
 
 
-def run_probe(kind: str, cfg: dict, data_dir=None) -> dict:
-    """The probe's numbers (see the module's docstring). Its runs' checkpoints and the kept weights of what
-    they depend on live in work/probes/; its records in a temporary folder."""
+def run_probe(kind: str, cfg: dict, data_dir=None, work=None) -> dict:
+    """The probe's numbers (see the module's docstring). Its records go to a temporary folder; its runs'
+    checkpoints and the kept weights of what they depend on to `work` (default: a temporary folder too)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     saved_env = {k: os.environ.get(k) for k in ("SRE_REPRO_RESULTS", "SRE_REPRO_WORK")}
     try:
-        with tempfile.TemporaryDirectory() as results, probing(PROBE_SIZE):
+        with tempfile.TemporaryDirectory() as results, tempfile.TemporaryDirectory() as scratch, probing(PROBE_SIZE):
             os.environ["SRE_REPRO_RESULTS"] = results
-            os.environ["SRE_REPRO_WORK"] = str(runs.work_dir(saved_env["SRE_REPRO_WORK"]) / "probes")
+            os.environ["SRE_REPRO_WORK"] = str(work or scratch)
             if kind in runs.EVALUATION_SIZE_KNOBS:
                 return {"metrics": cached(kind, cfg, data_dir, force=True)["metrics"]}
             steps: list = []
@@ -151,16 +151,21 @@ def _probe_cache(variant: str) -> Path:
 
 
 def _probe_many(jobs: list[tuple[str, str, dict]], data_dir=None) -> dict[str, dict]:
-    """Variant -> numbers of each (variant, kind, probe config) job, in this process."""
+    """Variant -> numbers of each (variant, kind, probe config) job, in this process. The jobs share one
+    temporary work folder (a dependency is trained once for all of them; every checkpoint is gone afterwards),
+    whose cache/ is work/cache (the PaSeR chunker, the pretraining corpus: data, not computation)."""
     out = {}
-    for variant, kind, cfg in jobs:
-        cache = _probe_cache(variant)
-        if cache.is_file():
-            out[variant] = json.loads(cache.read_text())
-            continue
-        print(f"probing {variant}", file=sys.stderr, flush=True)
-        out[variant] = json.loads(json.dumps(run_probe(kind, cfg, data_dir)))
-        runs.write_json_atomic(cache, out[variant])
+    with tempfile.TemporaryDirectory() as work:
+        (runs.work_dir() / "cache").mkdir(parents=True, exist_ok=True)
+        os.symlink(runs.work_dir() / "cache", Path(work) / "cache")
+        for variant, kind, cfg in jobs:
+            cache = _probe_cache(variant)
+            if cache.is_file():
+                out[variant] = json.loads(cache.read_text())
+                continue
+            print(f"probing {variant}", file=sys.stderr, flush=True)
+            out[variant] = json.loads(json.dumps(run_probe(kind, cfg, data_dir, work)))
+            runs.write_json_atomic(cache, out[variant])
     if "joblib" in sys.modules:  # the transfer probes' idle loky workers would hold a probe process 5 minutes
         from joblib.externals.loky import get_reusable_executor
         get_reusable_executor().shutdown(wait=True)
