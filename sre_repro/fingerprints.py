@@ -67,7 +67,8 @@ def run_probe(kind: str, cfg: dict, data_dir=None, work=None) -> dict:
             if kind in runs.EVALUATION_SIZE_KNOBS:
                 return {"metrics": cached(kind, cfg, data_dir, force=True)["metrics"]}
             steps: list = []
-            record = train(resolve(overrides=cfg), data_dir=data_dir, force=True, trace=steps)
+            # its own checkpoints in the scratch folder (gone at once), its dependencies' in `work`
+            record = train(resolve(overrides=cfg), data_dir=data_dir, force=True, trace=steps, work_root=scratch)
             return {"steps": steps, "dev_curve": record["dev_curve"], "metrics": record["metrics"],
                     "training": record["training"]}
     finally:
