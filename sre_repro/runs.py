@@ -73,8 +73,8 @@ def committed_fingerprint(variant_id: str, root=None) -> str | None:
 @functools.lru_cache(maxsize=4)
 def _tree_hash(stamp: tuple) -> str:
     h = hashlib.sha256()
-    for name, _, _ in stamp:
-        h.update(name.encode() + b"\0" + Path(name).read_bytes())
+    for name, _, _ in stamp:  # the path inside the package, so a clone elsewhere has the same tree
+        h.update(Path(name).relative_to(PACKAGE).as_posix().encode() + b"\0" + Path(name).read_bytes())
     return h.hexdigest()[:16]
 
 
