@@ -136,4 +136,4 @@ def test_book_transfer_caches_and_encodes_with_the_right_weights(data_dir, monke
     assert calls[-1] == (["CR"], 3, "senteval", "liblinear", 0)
     assert run["metrics"]["probe"] == pytest.approx(float(np.abs(trained.encode(probe)).sum()), rel=1e-5)
     assert run["metrics"]["probe"] != pytest.approx(plm["metrics"]["probe"], rel=1e-3)  # not the raw PLM
-    assert run["config"]["run"]["method"] == "simcse" and run["config"]["run_code"]
+    assert run["config"]["run"]["method"] == "simcse" and len(run["fingerprints"]) == 2  # its variant and the run's
