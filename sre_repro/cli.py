@@ -231,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     be = sub.add_parser("bench", help="throughput benchmarks of this machine (writes a JSON for the book)")
     be.add_argument("--out", default="results/benchmark.json")
     be.add_argument("--quick", action="store_true")
-    be.add_argument("--only", default="", choices=["", "pretraining", "peer"], help="refresh one section of --out")
+    be.add_argument("--only", default="", choices=["", "pretraining", "peer", "packing"], help="refresh one section of --out")
     be.set_defaults(func=cmd_bench)
     return p
 

@@ -29,6 +29,7 @@ class CommonConfig:
     max_steps: int = 0              # 0: `epochs` passes over the corpus
     batch_size: int = 64
     max_len: int = 32               # training truncation; mlm: block length (evaluation never truncates)
+    packed: bool = True             # training forwards on real tokens only (sre_repro/packing.py); False: padded
     lr: float = 3e-5                # the PLM's learning rate
     head_lr: float | None = None    # learning rate of the modules a method adds (Method.added_modules); unset: lr
     head_warmup_ratio: float | None = None  # their linear warm-up, as a share of the steps; unset: warmup_ratio

@@ -21,6 +21,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from .errors import SreError
+from .packing import hidden_states
 from .settings import POOLERS, REPO_ROOT
 
 MODEL_ALIASES = {
@@ -167,7 +168,11 @@ def load_backbone(name: str):
 
 
 class Encoder(nn.Module):
-    """A HF encoder with a pooler; `embed` keeps gradients (training), `encode` does not (evaluation)."""
+    """A HF encoder with a pooler; `embed` keeps gradients (training), `encode` does not (evaluation).
+    In training mode its forwards are packed (real tokens only, sre_repro/packing.py) while `packed` is on,
+    as a method sets it from its config; evaluation encodes padded, length-sorted batches."""
+
+    packed = False
 
     def __init__(self, name: str, pooler: str = "cls", device: str | None = None):
         super().__init__()
@@ -190,10 +195,14 @@ class Encoder(nn.Module):
         return {k: v.to(self.device_type) for k, v in batch.items()}
 
     def forward_hidden(self, batch):
-        """All hidden states (embeddings output first) of a tokenized batch."""
-        out = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                         token_type_ids=batch.get("token_type_ids"), output_hidden_states=True)
-        return out.hidden_states
+        """All hidden states (embeddings output first) of a tokenized batch, in its padded layout."""
+        return hidden_states(self.model, batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"),
+                             packed=self.packs)
+
+    @property
+    def packs(self) -> bool:
+        """Whether a forward now is packed: in training mode, with `packed` on."""
+        return self.packed and self.training
 
     def embed(self, batch, pooler: str | None = None) -> torch.Tensor:
         hidden = self.forward_hidden(batch)

@@ -186,10 +186,11 @@ def probe_all(jobs: list[tuple[str, str, dict]], data_dir=None, workers: int = 2
         groups.setdefault(_dependency_group(job), []).append(job)
     for group in sorted(groups.values(), key=len, reverse=True):
         min(shares, key=len).extend(group)
+    done: dict[str, dict] = {}
     with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
         for part in pool.map(_probe_many, [s for s in shares if s], [data_dir] * workers):
-            pass
-    return _probe_many(jobs, data_dir)  # every number now read from the cache
+            done.update(part)
+    return {**_probe_many([job for job in jobs if job[0] not in done], data_dir), **done}  # the rest: cached
 
 
 def _dependency_group(job) -> str:
@@ -231,7 +232,7 @@ def status(root=None, data_dir=None, workers: int = 2, full: bool = False) -> di
 
 def _variant_probe(kind: str, cfg: dict, variant: str) -> tuple[str, dict]:
     """(kind, probe config) of the variant `variant` that a record of `kind` with `cfg` rests on."""
-    if variant in runs.variants(kind, cfg) and next(iter(runs.variants(kind, cfg))) == variant:
+    if next(iter(runs.variants(kind, cfg))) == variant:  # its own (an evaluation's run comes after it)
         return kind, probe_config(kind, cfg)
     run = cfg["run"]  # an evaluation's run
     return run["method"], probe_config(run["method"], run)
@@ -239,7 +240,7 @@ def _variant_probe(kind: str, cfg: dict, variant: str) -> tuple[str, dict]:
 
 def write_fingerprint(variant: str, kind: str, probe_cfg: dict, numbers: dict, root=None) -> str:
     fingerprint = fingerprint_of(numbers)
-    variant_cfg = runs.variants(kind, probe_cfg)[variant] if variant in runs.variants(kind, probe_cfg) else None
+    variant_cfg = runs.variants(kind, probe_cfg).get(variant)
     runs.write_json_atomic(runs.fingerprint_path(variant, root),
                            {"kind": kind, "variant": variant_cfg, "probe_config": probe_cfg, "numbers": numbers,
                             "fingerprint": fingerprint, "source_tree": runs.source_tree()})

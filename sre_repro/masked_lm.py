@@ -59,8 +59,7 @@ def mlm_loss(encoder, head: nn.Module, batch: dict, probability: float = 0.15) -
     """MLM cross-entropy of `batch` (tokenised sentences) through the encoder's PLM and `head`, at the
     masked positions only. A batch where nothing was masked gives 0."""
     masked, labels = mask_for_mlm(batch["input_ids"], encoder.tokenizer, probability)
-    hidden = encoder.model(input_ids=masked, attention_mask=batch["attention_mask"],
-                           token_type_ids=batch.get("token_type_ids")).last_hidden_state
+    hidden = encoder.forward_hidden({**batch, "input_ids": masked})[-1]
     chosen = labels != -100
     if not chosen.any():
         return hidden.sum() * 0.0

@@ -25,7 +25,8 @@ from .errors import SreError
 from .methods import get_method
 from .settings import PACKAGE, REPO_ROOT, results_dir, work_dir  # noqa: F401  (results_dir, work_dir: the store's places)
 
-SCHEMA = 2  # 2: full configs hashed as they are (no neutral knobs left out), derived records keyed without run_code
+SCHEMA = 3  # 2: full configs hashed as they are (no neutral knobs left out), derived records keyed without run_code;
+           # 3: the knob `packed` (sre_repro/packing.py)
 # What a probe shrinks (sre_repro/fingerprints.py): a variant is its config without these
 SIZE_KNOBS = ("seed", "scale", "max_steps", "epochs", "batch_size", "max_train_examples", "eval_steps",
               "checkpoint_steps", "eval_max_pairs", "device", "world_size")
@@ -227,8 +228,10 @@ def save(kind: str, cfg: dict, result: dict, root=None) -> dict:
 # ----- schema migrations --------------------------------------------------------------------------------------
 
 def migrate_config(kind: str, cfg: dict) -> dict:
-    """A schema-1 config as schema 2 names it: the added modules' rate and warm-up as the values used (1 wrote
-    0 and -1 for "as the PLM's"), every knob present, an evaluation's run without the old code hash."""
+    """An older config as the current schema names it: every knob present (3: `packed`, which a record of
+    schema 2 names as the default it is now, its fingerprint telling whether it computes the same); for
+    schema 1 also the added modules' rate and warm-up as the values used (1 wrote 0 and -1 for "as the PLM's"),
+    an evaluation's run without the old code hash."""
     from .config import resolve
 
     if kind in EVALUATION_SIZE_KNOBS:
@@ -238,6 +241,8 @@ def migrate_config(kind: str, cfg: dict) -> dict:
         defaults = {"retrieval": {"max_pairs": 0}, "transfer": {"max_examples": 0}}.get(kind, {})
         return {**defaults, **out}
     old = dict(cfg)
+    if old.get("method") == "paser" and "supervised" not in old:  # 3: supervised PaSeR explicit, not by its data
+        old["supervised"] = old["train_data"] == "snli"
     if old.get("head_lr") == 0.0:
         old["head_lr"] = old["lr"]
     if old.get("head_warmup_ratio") == -1.0:
@@ -248,11 +253,31 @@ def migrate_config(kind: str, cfg: dict) -> dict:
     return new
 
 
+def _migrate_fingerprints(root=None) -> dict[str, str]:
+    """Move every committed fingerprint to its variant's current id (old id -> new id): the numbers stay the
+    ones committed, so `records check` tells which variants compute differently under the new schema."""
+    renamed = {}
+    for path in sorted((results_dir(root) / "fingerprints").glob("*.json")):
+        data = json.loads(path.read_text())
+        if "kind" not in data:  # the check's stamp
+            continue
+        probe = migrate_config(data["kind"], data["probe_config"])
+        new_id, variant = next(iter(variants(data["kind"], probe).items()))
+        if new_id != path.stem:
+            write_json_atomic(fingerprint_path(new_id, root), {**data, "probe_config": probe, "variant": variant})
+            path.unlink()
+            renamed[path.stem] = new_id
+    return renamed
+
+
 def migrate_store(root=None) -> list[str]:
-    """Rewrite every schema-1 record under its schema-2 name. A record that was valid under the schema-1 rule
-    (`valid_tree`: the source that computes its numbers) keeps that claim as its source tree; the others keep
-    none and read stale."""
-    lines = []
+    """Rewrite every record of an older schema under its current name. From schema 2 a record keeps the
+    fingerprints it was computed under (renamed with their variants), so it stays valid exactly while its
+    variant computes the same numbers. A schema-1 record that was valid under the schema-1 rule (`valid_tree`:
+    the source that computes its numbers) keeps that claim as its source tree; the others keep none and read
+    stale."""
+    renamed = _migrate_fingerprints(root)
+    lines = [f"fingerprints/{old}.json -> fingerprints/{new}.json" for old, new in renamed.items()]
     for path in sorted(results_dir(root).glob("*/*.json")):
         if path.parent.name == "fingerprints":
             continue
@@ -262,10 +287,14 @@ def migrate_store(root=None) -> list[str]:
         kind = record["kind"]
         valid = record.pop("valid_under_schema_1", False)
         record.pop("code_hash", None)
-        record["config"] = migrate_config(kind, record["config"])
-        record.update(schema=SCHEMA, config_hash=config_hash(record["config"]),
-                      fingerprints={v: None for v in variants(kind, record["config"])},
-                      source_tree=source_tree() if valid else "schema 1, stale then")
+        old_variants, record["config"] = variants(kind, record["config"]), migrate_config(kind, record["config"])
+        if record.get("schema", 1) == 1:
+            record.update(fingerprints={v: None for v in variants(kind, record["config"])},
+                          source_tree=source_tree() if valid else "schema 1, stale then")
+        else:  # the same variants in the same order, named anew
+            new_id = dict(zip(old_variants, variants(kind, record["config"])))
+            record["fingerprints"] = {new_id[v]: f for v, f in record["fingerprints"].items()}
+        record.update(schema=SCHEMA, config_hash=config_hash(record["config"]))
         target = run_path(kind, record["config"], root)
         write_json_atomic(target, record)
         if target != path:

@@ -18,8 +18,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .distributed import gather_rows
-
 from .errors import SreError
+from .packing import hidden_states
 from .settings import require_choice, require_positive
 
 AUGMENTATIONS = ["none", "shuffle", "token_cutoff", "feature_cutoff", "dropout"]
@@ -59,30 +59,19 @@ def view_inputs(attention_mask: torch.Tensor, hidden: int, kind: str, rate: floa
     return None, keep.to(attention_mask.device)
 
 
-def forward_views(model: nn.Module, input_ids, attention_mask, position_ids=None, keep=None):
-    """All hidden states of a batch whose embedding output is multiplied by `keep` (a forward hook on the
-    embedding module) and whose positions are `position_ids`."""
-    handle = model.embeddings.register_forward_hook(lambda module, args, out: out * keep.to(out.dtype)) \
-        if keep is not None else None
-    try:
-        return model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                     output_hidden_states=True).hidden_states
-    finally:
-        if handle is not None:
-            handle.remove()
-
-
-def augmented_forward(model: nn.Module, attention_mask, views: list[tuple[torch.Tensor, str, float]], hidden: int):
+def augmented_forward(model: nn.Module, attention_mask, views: list[tuple[torch.Tensor, str, float]], hidden: int,
+                      packed: bool = False):
     """All hidden states of several views of one padded batch, each (input_ids, augmentation, rate), in ONE
-    forward of len(views) x batch rows (with dropout off, as ConSERT trains, rows do not interact)."""
+    forward of len(views) x batch rows (with dropout off, as ConSERT trains, rows do not interact). The views
+    are drawn in the padded layout and packed with their sentences when `packed` (the same draws either way)."""
     rows, length = attention_mask.shape
     positions, keeps = [], []
     for _, kind, rate in views:
         pos, keep = view_inputs(attention_mask, hidden, kind, rate)
         positions.append(pos if pos is not None else torch.arange(length, device=attention_mask.device).repeat(rows, 1))
         keeps.append(keep if keep is not None else torch.ones(rows, length, hidden, device=attention_mask.device))
-    return forward_views(model, torch.cat([ids for ids, _, _ in views]), attention_mask.repeat(len(views), 1),
-                         torch.cat(positions), torch.cat(keeps))
+    return hidden_states(model, torch.cat([ids for ids, _, _ in views]), attention_mask.repeat(len(views), 1),
+                         position_ids=torch.cat(positions), keep=torch.cat(keeps), packed=packed)
 
 
 def nt_xent(z1: torch.Tensor, z2: torch.Tensor, temperature: float) -> torch.Tensor:

@@ -254,7 +254,7 @@ def test_syntactic_chunks_group_iob_tags():
 
 
 def test_supervised_starts_from_the_matching_unsupervised_run():
-    sup = resolve(overrides={"method": "paser", "scale": "cpu", "train_data": "snli", "lr": 5e-5, "m": 1.0, "seed": 43})
+    sup = resolve(overrides={"method": "paser", "scale": "cpu", "supervised": True, "train_data": "snli", "lr": 5e-5, "m": 1.0, "seed": 43})
     unsup = resolve(overrides=P.unsupervised_run(sup))
     assert unsup == resolve(overrides={"method": "paser", "scale": "cpu", "m": 1.0, "seed": 43})
 

@@ -37,5 +37,6 @@ def test_counts_dedup_heldout_and_determinism(corpus, data_dir):
     assert counts["heldout"] == int((counts["train"] + counts["heldout"]) * 0.01)
     keys = [pc.sentence_key(s) for s in corpus["train"] + corpus["heldout"]]
     assert len(keys) == len(set(keys))
-    again = pc.build(data_dir, sources=("nltk", "wiki1m"))
-    assert again["train"][:100] == corpus["train"][:100] and again["counts"] == counts
+    # determinism: the shuffle and the held-out split, on the quick source (NLTK's readers take a minute)
+    once, again = pc.build(data_dir, sources=("wiki1m",)), pc.build(data_dir, sources=("wiki1m",))
+    assert again["train"] == once["train"] and again["heldout"] == once["heldout"] and again["counts"] == once["counts"]

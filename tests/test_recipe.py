@@ -126,3 +126,25 @@ def test_the_cpu_presets_equal_what_the_committed_study_chose():
         assert all(heads.values()), f"results/ lacks the {method} head_lr study runs"
         cfg = resolve(overrides={"method": method, "scale": "cpu"})
         assert (cfg["lr"], cfg["max_steps"], cfg["head_lr"]) == (lr, steps, recipe.chosen_head_lr(heads))
+
+
+def test_a_schema_2_record_keeps_its_fingerprint_under_its_schema_3_name(tmp_path):
+    """Schema 3 adds `packed` (and PaSeR's `supervised`): a record and its variant's fingerprint move to the new
+    names together, so the record stays valid exactly while the variant computes what it did."""
+    new = resolve(overrides={"method": "simcse", "scale": "smoke"})
+    old = {k: v for k, v in new.items() if k != "packed"}
+    (old_id,), (new_id,) = runs.variants("simcse", old), runs.variants("simcse", new)
+    assert old_id != new_id
+    runs.write_json_atomic(runs.fingerprint_path(old_id, tmp_path),
+                           {"kind": "simcse", "probe_config": old, "variant": old, "numbers": {}, "fingerprint": "f1"})
+    runs.write_json_atomic(runs.run_path("simcse", old, tmp_path),
+                           {"kind": "simcse", "config": old, "schema": 2, "fingerprints": {old_id: "f1"},
+                            "model_fingerprint": None, "metrics": {"sts": {"avg": 1.0}}})
+    runs.migrate_store(tmp_path)
+    record = runs.read("simcse", new, tmp_path)
+    assert record["schema"] == 3 and record["fingerprints"] == {new_id: "f1"} and record["stale"] is False
+    assert runs.committed_fingerprint(new_id, tmp_path) == "f1" and not runs.fingerprint_path(old_id, tmp_path).exists()
+    runs.write_json_atomic(runs.fingerprint_path(new_id, tmp_path), {"fingerprint": "f2"})  # packing moved its numbers
+    assert runs.read("simcse", new, tmp_path)["stale"] is True
+    supervised = resolve(overrides={"method": "paser", "scale": "smoke", "supervised": True, "train_data": "snli"})
+    assert runs.migrate_config("paser", {k: v for k, v in supervised.items() if k not in ("packed", "supervised")}) == supervised

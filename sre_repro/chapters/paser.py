@@ -56,7 +56,7 @@ def supervised_overrides(scale: str) -> dict:
 
 
     sup = resolve(overrides={"method": "simcse_sup", "scale": scale})
-    return {"train_data": "snli", **{k: sup[k] for k in ("lr", "batch_size", "epochs", "max_steps")}}
+    return {"supervised": True, "train_data": "snli", **{k: sup[k] for k in ("lr", "batch_size", "epochs", "max_steps")}}
 
 
 def unsupervised_rows() -> dict[str, tuple[str, dict]]:

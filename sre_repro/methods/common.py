@@ -52,6 +52,7 @@ class Method(nn.Module):
     def __init__(self, cfg: dict, encoder):
         super().__init__()
         self.cfg, self.encoder = cfg, encoder
+        encoder.packed = cfg["packed"]  # its training forwards on real tokens only (packing.py)
         self.data_dir = None
 
     @classmethod

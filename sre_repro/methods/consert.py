@@ -47,7 +47,8 @@ class ConSERT(FrequencyAnalysed):
 
     def loss(self, batch):
         views = consert_views(self.cfg, batch["input_ids"])
-        hidden = augmented_forward(self.encoder.model, batch["attention_mask"], views, self.encoder.hidden_size)
+        hidden = augmented_forward(self.encoder.model, batch["attention_mask"], views, self.encoder.hidden_size,
+                                   self.encoder.packs)
         z1, z2 = pool(self.cfg["pooler"], hidden, batch["attention_mask"].repeat(2, 1)).float().chunk(2)
         return {"loss": self.cfg["cl_rate"] * nt_xent(z1, z2, self.cfg["temperature"])}
 

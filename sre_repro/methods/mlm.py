@@ -6,7 +6,8 @@ all-MiniLM-L6-v2 ships), the corpus of `data/pretrain_corpus.py` packed into blo
 ([CLS] sentence [SEP] sentence [SEP] ...; sentences cross block borders, as run_mlm's `group_texts`),
 15% of tokens masked with 80/10/10 [MASK]/random/kept by HF's DataCollatorForLanguageModeling, special
 tokens never masked. No next-sentence prediction (RoBERTa showed it is not needed). The output layer is
-applied only at masked positions: same loss, 1/0.15 less softmax work.
+applied only at masked positions: same loss, 1/0.15 less softmax work. Its blocks are full, so `packed`
+(sre_repro/packing.py) has no padding to remove here: the forward is the plain one.
 
 Dev metrics: loss and accuracy on held-out blocks under a fixed masking, and, to watch the sentence
 embeddings emerge, STS-B dev with average pooling. `finish` writes the kept checkpoint (safetensors,

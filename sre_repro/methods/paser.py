@@ -24,9 +24,10 @@ reconstructs the masked phrases from the two sentence embeddings alone; plus MLM
             loss for a sentence without a phrase, or when a view has >= max_len tokens (the code's rule).
   loss      L = L_generative + mlm_weight * L_MLM (Eq. 4), MLM on view 1 only (a separate forward, 15% with
             80/10/10); `contrastive_weight` > 0 adds SimCSE's InfoNCE between the two views (not in PaSeR).
-Supervised PaSeR (Sec. 3.3, Eq. 5), `train_data=snli`: SimCSE-sup's InfoNCE + alpha * L_generative on the premise,
-no MLM, from the unsupervised run with the same knobs (`init_from_unsup`, a dependency; `reuse_decoder`: its
-decoder too). The official code releases neither RAKE, masking nor EDA (notes/official_code.md 1.1).
+Supervised PaSeR (Sec. 3.3, Eq. 5; `supervised=true`, `train_data=snli`): SimCSE-sup's InfoNCE + alpha *
+L_generative on the premise, no MLM, from the unsupervised run with the same knobs (`init_from_unsup`, a
+dependency; `reuse_decoder`: its decoder too). The official code releases neither RAKE, masking nor EDA (notes/official_code.md 1.1).
+Packed forwards (`packed`): the encoder's; the decoder's short phrase targets run padded.
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ import torch
 from torch import nn
 
 from ..data import corpora
+from ..data.sts import load_split
 from ..eda import augment, mask_units, text_of
 from ..encoder import evaluating
 from ..errors import SreError
@@ -81,6 +83,7 @@ class Params:
     contrastive_weight: float = 0.0  # > 0 adds InfoNCE between the two views (not PaSeR: a what-if)
     temperature: float = 0.05        # of the InfoNCE terms (the contrastive what-if, supervised PaSeR)
     pooler: str = "cls"              # training pooler: cls (raw [CLS], no MLP) | avg
+    supervised: bool = False         # Sec. 3.3: NLI triplets (train_data=snli), SimCSE-sup's InfoNCE + alpha * L_gen
     alpha: float = 1.0               # supervised: weight of the generative loss (never reported; Eq. 5)
     init_from_unsup: bool = True     # supervised: start from the unsupervised PaSeR run's kept checkpoint
     reuse_decoder: bool = False      # supervised: take that run's decoder (and W, head) too
@@ -103,7 +106,7 @@ class PaSeR(Method):
     def __init__(self, cfg, encoder):
         super().__init__(cfg, encoder)
         hidden = encoder.hidden_size
-        self.supervised = cfg["train_data"] == "snli"
+        self.supervised = cfg["supervised"]
         if hidden % cfg["decoder_heads"]:
             raise SreError(f"decoder_heads {cfg['decoder_heads']} does not divide the PLM's hidden size {hidden}: "
                            "choose a divisor, e.g. decoder_heads=4")
@@ -115,7 +118,7 @@ class PaSeR(Method):
 
     @classmethod
     def dependencies(cls, cfg):
-        return {"unsupervised": unsupervised_run(cfg)} if cfg["train_data"] == "snli" and cfg["init_from_unsup"] else {}
+        return {"unsupervised": unsupervised_run(cfg)} if cfg["supervised"] and cfg["init_from_unsup"] else {}
 
     @classmethod
     def build(cls, cfg, device, data_dir=None, dependencies=None):
@@ -155,10 +158,11 @@ class PaSeR(Method):
                     "recon_dev_sentences", "decoder_dropout"):
             if cfg[key] < 0:
                 raise SreError(f"{key} must be >= 0, got {cfg[key]}")
-        if cfg["train_data"] == "snli" and cfg["batch_size"] < 2:
-            raise SreError("supervised PaSeR is contrastive: use batch_size >= 2")
-        if cfg["contrastive_weight"] > 0 and cfg["batch_size"] < 2:
-            raise SreError("contrastive_weight > 0 needs in-batch negatives: use batch_size >= 2")
+        if cfg["supervised"] != (cfg["train_data"] == "snli"):
+            raise SreError("supervised PaSeR trains on NLI triplets, unsupervised PaSeR on sentences: set "
+                           "supervised=true with train_data=snli, or neither")
+        if (cfg["supervised"] or cfg["contrastive_weight"] > 0) and cfg["batch_size"] < 2:
+            raise SreError("supervised PaSeR and contrastive_weight > 0 need in-batch negatives: use batch_size >= 2")
         if cfg["eval_pooler"] not in EVAL_POOLERS:
             raise SreError(f"PaSeR tests without an MLP: set eval_pooler=cls or avg (or {', '.join(EVAL_POOLERS[2:])}), "
                            f"not {cfg['eval_pooler']!r}")
@@ -192,8 +196,7 @@ class PaSeR(Method):
         rng = random.Random(int(torch.randint(2 ** 31, (1,))))  # from the torch RNG the trainer checkpoints
         sentences = [e[0] for e in examples] if self.supervised else list(examples)
         with corpora.nltk_data(self.data_dir):
-            prepared = [self.views(s, rng) for s in sentences]
-        view1, view2, targets = (list(x) for x in zip(*prepared))
+            view1, view2, targets = (list(x) for x in zip(*[self.views(s, rng) for s in sentences]))
         return self.tensors(view1, view2, targets, [e[1:] for e in examples] if self.supervised else None,
                             anchors=sentences if self.supervised and self.cfg["augment"] != "none" else None)
 
@@ -249,8 +252,6 @@ class PaSeR(Method):
     def reconstruction_metrics(self) -> dict:
         """Held-out reconstruction: the first `recon_dev_sentences` distinct STS-B dev sentences, phrases
         masked with a fixed seed and no augmentation; teacher-forced decoder loss and token accuracy."""
-        from ..data.sts import load_split
-
         if not hasattr(self, "_recon_batch"):
             pairs = load_split("STSBenchmark", "dev", self.data_dir)
             sentences = list(dict.fromkeys(pairs.sent1))[: self.cfg["recon_dev_sentences"]]
@@ -258,13 +259,11 @@ class PaSeR(Method):
             with corpora.nltk_data(self.data_dir):
                 view1, view2, targets = (list(x) for x in zip(*[self.views(s, rng, how="none") for s in sentences]))
             self._recon_batch = self.tensors(view1, view2, targets)
-        was_training = self.training
-        self.eval()
         batch, bs = self._recon_batch, len(self._recon_batch["labels"])
-        z = self.encoder.embed({k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in batch},
-                               pooler=self.cfg["pooler"])
-        loss, correct = self.generative_loss(self.memory(z[:bs], z[bs:2 * bs]), batch)
-        self.train(was_training)
+        with evaluating(self):
+            z = self.encoder.embed({k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in batch},
+                                   pooler=self.cfg["pooler"])
+            loss, correct = self.generative_loss(self.memory(z[:bs], z[bs:2 * bs]), batch)
         tokens = int((batch["labels"] != -100).sum())
         return {"recon_loss": float(loss), "recon_accuracy": 100 * float(correct) / max(tokens, 1), "recon_tokens": tokens}
 
@@ -292,7 +291,8 @@ class PaSeR(Method):
 def unsupervised_run(cfg: dict) -> dict:
     """The overrides of the unsupervised PaSeR run a supervised one starts from: same scale, PLM, seed,
     precision and PaSeR knobs (the supervised-only ones aside)."""
-    own = {k: cfg[k] for k in Params.__dataclass_fields__ if k not in ("alpha", "init_from_unsup", "reuse_decoder")}
+    own = {k: cfg[k] for k in Params.__dataclass_fields__
+           if k not in ("supervised", "alpha", "init_from_unsup", "reuse_decoder")}
     return {"method": "paser", "scale": cfg["scale"], "model_name": cfg["model_name"], "seed": cfg["seed"],
             "precision": cfg["precision"], "device": cfg["device"], **own}
 

@@ -31,6 +31,7 @@ Data parallel (torchrun): every process gathers all processes' queries and keys 
 queries), so the logits and the queue are those of one process with the global batch, and the queues stay
 identical; the momentum update follows online weights that DDP keeps identical. The queue must then hold at
 least one global batch (queue_keys >= world_size * batch_size), or the newest keys push out all older ones.
+`packed` (the default) packs both encoders' training forwards (sre_repro/packing.py); Y returns padded.
 """
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ from torch import nn
 from ..encoder import MLP, evaluating, pool
 from ..errors import SreError
 from ..distributed import gather_rows
+from ..packing import hidden_states
 from .common import PROBE_PAIRS, Method, cosine_matrix, count_call, require_choice, require_positive
 
 AUGMENTATIONS = ["none", "reorder", "duplication", "deletion"]
@@ -166,12 +168,10 @@ class PTBERT(Method):
         dropout = getattr(config, "attention_probs_dropout_prob", 0.1)
         self.head = PseudoHead(encoder.hidden_size, cfg["attention_heads"] or config.num_attention_heads, dropout, cfg)
         # the key branch: momentum copies, never optimised
-        self.key_model = copy.deepcopy(encoder.model)
+        self.key_model = copy.deepcopy(encoder.model).requires_grad_(False)
         if cfg["key_init"] == "random":
             self.key_model.apply(self.key_model._init_weights)
-        self.key_head = copy.deepcopy(self.head)
-        for p in [*self.key_model.parameters(), *self.key_head.parameters()]:
-            p.requires_grad_(False)
+        self.key_head = copy.deepcopy(self.head).requires_grad_(False)
         self.register_buffer("queue", torch.zeros(cfg["queue_keys"], encoder.hidden_size))
         self.register_buffer("queue_filled", torch.zeros((), dtype=torch.long))
         self.register_buffer("loss_calls", torch.zeros((), dtype=torch.long))
@@ -209,8 +209,8 @@ class PTBERT(Method):
 
     def states(self, model, batch):
         """Y: the token states (tokens) or one pooled vector per sentence, as a length-1 sequence (pooled)."""
-        hidden = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                       output_hidden_states=True).hidden_states
+        hidden = hidden_states(model, batch["input_ids"], batch["attention_mask"],
+                               packed=self.encoder.packed and model.training)
         if self.cfg["y_source"] == "pooled":
             y = pool(self.cfg["pooler"], hidden, batch["attention_mask"])
             return y.unsqueeze(1), torch.ones(len(y), 1, dtype=torch.long, device=y.device)

@@ -256,7 +256,7 @@ class SLTFAI(FrequencyAnalysed):
         if self.cfg["backbone"] == "consert":
             views = consert_views(self.cfg, ids) + ([(ids, "none", 0.0)] if plain else [])
             views += [(masked, "none", 0.0)] if masked is not None else []
-            hidden = augmented_forward(self.encoder.model, mask, views, self.encoder.hidden_size)
+            hidden = augmented_forward(self.encoder.model, mask, views, self.encoder.hidden_size, self.encoder.packs)
         else:
             all_ids = torch.cat([ids, ids] + ([masked] if masked is not None else []))
             hidden = self.encoder.forward_hidden({"input_ids": all_ids, "attention_mask": mask.repeat(len(all_ids) // rows, 1)})
