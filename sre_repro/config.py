@@ -38,6 +38,8 @@ class CommonConfig:
     adam_eps: float = 1e-8
     grad_clip: float = 1.0
     eval_steps: int = 125           # STS-B dev every N steps; the best checkpoint is kept
+    patience: int = 0               # stop once dev's best has not gained min_delta for N evaluations; 0: run to the cap
+    min_delta: float = 0.0          # STS-B dev points an evaluation must gain to count as an improvement (protocol.py)
     checkpoint_steps: int = 0       # resumable checkpoint every N steps; 0: at every evaluation
     eval_pooler: str = "cls"        # pooler at evaluation (train-time poolers belong to the method)
     eval_max_pairs: int = 0         # score at most N evenly spaced pairs per STS (sub)set, dev included; 0: all
@@ -152,7 +154,7 @@ def validate(cfg: dict, method_cls) -> None:
         raise SreError(f"parameter head_warmup_ratio must lie in [0, 1] (leave it unset for warmup_ratio), "
                        f"got {cfg['head_warmup_ratio']}")
     for key in ("max_steps", "max_train_examples", "checkpoint_steps", "weight_decay", "warmup_ratio", "grad_clip",
-                "eval_max_pairs"):
+                "eval_max_pairs", "patience", "min_delta"):
         if cfg[key] < 0:
             raise SreError(f"parameter {key} must be >= 0, got {cfg[key]}")
     method_cls.validate(cfg)

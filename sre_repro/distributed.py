@@ -74,6 +74,15 @@ def mean_over_processes(values: dict[str, float]) -> dict[str, float]:
     return dict(zip(values, (t / world_size()).tolist()))
 
 
+def broadcast_flag(flag: bool) -> bool:
+    """Rank 0's `flag` in every process (a decision only rank 0 can take, e.g. the stopping rule's)."""
+    if not active():
+        return flag
+    box = [flag]
+    dist.broadcast_object_list(box, src=0)
+    return bool(box[0])
+
+
 def barrier() -> None:
     if active():
         dist.barrier()

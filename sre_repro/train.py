@@ -3,7 +3,8 @@
 AdamW in two parameter groups: the PLM at `lr`, the modules the method adds (`Method.added_modules`: heads,
 decoders, CNNs, ...) at `head_lr` with their own warm-up; linear schedule, gradient clipping, the method's
 dev metrics every `eval_steps` (STS-B dev for sentence-embedding methods; the best checkpoint is kept and is
-what gets tested), a resumable checkpoint every `checkpoint_steps`, optional autocast. Same config + seed ->
+what gets tested; with `patience` the run stops once dev's best has not gained `min_delta` for that many
+evaluations, protocol.py), a resumable checkpoint every `checkpoint_steps`, optional autocast. Same config + seed ->
 identical numbers on the CPU, also across an interruption and resume (the checkpoint holds the optimiser,
 schedule, data position, RNG states and the starting weights of the added modules).
 
@@ -29,7 +30,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from . import distributed, runs
+from . import distributed, protocol, runs
 from .config import resolve
 from .encoder import autocast, default_device, progress_enabled
 from .errors import SreError
@@ -193,6 +194,8 @@ def _dev_evaluation(run: _Run, step: int, loss_terms: dict) -> float:
     if score > state["best"]:
         state["best"], state["best_step"] = score, step
         _save_torch_atomic(method.state_dict(), run.work / "best.pt")
+    state["stopped"] = protocol.stop_now([p[method.selection_metric] for p in state["curve"]], run.cfg["patience"],
+                                         run.cfg["min_delta"])
     return score
 
 
@@ -203,7 +206,7 @@ def _loop(run: _Run, trace: list | None, interrupt_at_step: int | None) -> None:
     bar = tqdm(total=run.total, initial=state["step"], desc=f"{cfg['method']} seed {cfg['seed']}",
                disable=not progress_enabled() or not main, mininterval=5)
     tick = time.time()
-    while state["step"] < run.total:
+    while state["step"] < run.total and not state.get("stopped"):
         step = state["step"]
         epoch, offset = divmod(step, run.per_epoch)
         idx = distributed.rank_slice(run.orders[epoch][offset * run.global_batch:(offset + 1) * run.global_batch])
@@ -236,10 +239,12 @@ def _loop(run: _Run, trace: list | None, interrupt_at_step: int | None) -> None:
             if main:  # the other processes wait for rank 0 at the next step's gather
                 interval = {k: v / state["interval_steps"] for k, v in state["interval_terms"].items()}
                 bar.set_postfix(loss=f"{loss.item():.4f}", dev=f"{_dev_evaluation(run, step, interval):.2f}")
+            # the stopping rule's decision is rank 0's (it alone evaluates); every process stops with it
+            state["stopped"] = distributed.broadcast_flag(state.get("stopped", False))
             state["interval_terms"], state["interval_steps"] = {}, 0
             method.train()
         bar.update(1)
-        if step % checkpoint_every == 0 or step == run.total:
+        if step % checkpoint_every == 0 or step == run.total or state.get("stopped"):
             state["train_seconds"] += time.time() - tick
             state["wall_seconds"] = run.wall_seconds()
             tick = time.time()
@@ -263,11 +268,13 @@ def _finish(run: _Run, results_root) -> dict:
     method.load_state_dict(torch.load(run.work / "best.pt", weights_only=False))
     final = method.finish()
     result = {"metrics": {**final, f"{method.selection_metric}_best": state["best"], "best_step": state["best_step"]},
-              "dev_curve": state["curve"], "steps": run.total, "n_train_examples": len(run.examples),
+              "dev_curve": state["curve"], "steps": state["step"], "n_train_examples": len(run.examples),
               "train_seconds": state["train_seconds"], "wall_seconds": run.wall_seconds(),
               "seed": cfg["seed"], "device": run.device,
               "training": training_summary(state["curve"], state["best_step"], state["first_terms"],
-                                           method.term_weights(), list(run.watched))}
+                                           method.term_weights(), list(run.watched)),
+              "convergence": protocol.convergence(state["curve"], state["best_step"], run.total, cfg["patience"],
+                                                  cfg["min_delta"], method.selection_metric)}
     record = runs.save(cfg["method"], cfg, result, results_root)
     distributed.barrier()
     return record

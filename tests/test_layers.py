@@ -7,7 +7,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "sre_repro"
 # bottom to top; a module not named here takes its folder's layer
 LAYERS = [
-    ["errors", "settings", "distributed", "packing", "papers", "plots"],
+    ["errors", "settings", "distributed", "packing", "protocol", "papers", "plots"],
     ["data"],
     ["encoder", "views", "masked_lm", "phrases", "eda", "generative", "evaluate"],
     ["methods"],

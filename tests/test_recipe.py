@@ -142,7 +142,7 @@ def test_a_schema_2_record_keeps_its_fingerprint_under_its_schema_3_name(tmp_pat
                             "model_fingerprint": None, "metrics": {"sts": {"avg": 1.0}}})
     runs.migrate_store(tmp_path)
     record = runs.read("simcse", new, tmp_path)
-    assert record["schema"] == 3 and record["fingerprints"] == {new_id: "f1"} and record["stale"] is False
+    assert record["schema"] == runs.SCHEMA and record["fingerprints"] == {new_id: "f1"} and record["stale"] is False
     assert runs.committed_fingerprint(new_id, tmp_path) == "f1" and not runs.fingerprint_path(old_id, tmp_path).exists()
     runs.write_json_atomic(runs.fingerprint_path(new_id, tmp_path), {"fingerprint": "f2"})  # packing moved its numbers
     assert runs.read("simcse", new, tmp_path)["stale"] is True
