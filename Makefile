@@ -13,8 +13,7 @@ export SRE_REPRO_PROGRESS ?= 0
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	# --no-compile: byte-compiling every installed module took 77 of the install's 113 s; Python compiles what it imports
-	$(PY) -m pip install -q --no-compile -r requirements.txt
+	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps -e .
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
