@@ -6,7 +6,9 @@ recipe" (its study decides the cpu presets, so it comes first); sarcse runs in t
 every seed); byop executes its chapter at cpu scale (papermill, into work/executed/), which runs what it shows;
 pt_bert_recipe, slt_fai_recipe and paser_recipe run a method's head_lr study of the recipe appendix alone, pt_bert its
 chapter's runs in the order of its tables (Table 3's three-seed rows first); slt_fai and paser execute their chapters at
-cpu scale (papermill), as byop."""
+cpu scale (papermill), as byop. convergence computes the recipe appendix's convergence study: every method at each
+learning rate, then each added-module method's head_lr grid at its chosen lr; `convergence 0/2` and
+`convergence 1/2` split it between two processes (run each with OMP_NUM_THREADS=1)."""
 import sys
 
 from sre_repro import book
@@ -62,3 +64,16 @@ if "pt_bert" in which:
             print(method, overrides, r["seed"], r["metrics"]["sts"]["avg"], r["wall_seconds"], flush=True)
     for r in book.train_seeds("simcse", "cpu", seeds, allow_stale=False):
         print("simcse hard subset", r["seed"], pt_bert_chapter.hard_subset(r)["metrics"]["scores"]["avg"], flush=True)
+if "convergence" in which:
+    lane = next((a for a in which if "/" in a), "0/1")
+    index, lanes = map(int, lane.split("/"))
+    plan = recipe_chapter.study_plan("cpu")
+    for overrides in plan[index::lanes]:
+        r = recipe_chapter.train(overrides, allow_stale=False)
+        print(overrides["method"], "lr", overrides["lr"], r["metrics"]["stsb_dev_best"], r["metrics"]["best_step"],
+              r["steps"], r["convergence"]["flag"], r["wall_seconds"], flush=True)
+    for k, method in enumerate(recipe_chapter.ADDED_MODULE_METHODS):
+        if k % lanes == index:
+            lr = recipe_chapter.chosen_setting(recipe_chapter.study_lr_runs(method, "cpu", allow_stale=False))
+            for head_lr, r in recipe_chapter.study_head_runs(method, "cpu", lr, allow_stale=False).items():
+                print(method, "head_lr", head_lr, r["metrics"]["stsb_dev_best"], r["steps"], r["wall_seconds"], flush=True)

@@ -71,6 +71,18 @@ def baseline_models(scale: str, model_name: str = "") -> list[str]:
     return [model_name] if model_name else [*EDITION[scale]["plms"], *EDITION[scale]["also_evaluated"]]
 
 
+# The stopping rule a fixed-budget record is judged by (claims.run_flag): the scale's preset when it stops by a
+# rule, else this one (patience, min_delta), the appendix "The cpu recipe" candidate its convergence study checks
+JUDGING_RULE = {"smoke": (3, 0.0), "cpu": (5, 0.1), "paper": (5, 0.1)}
+
+
+def judging_rule(scale: str) -> tuple[int, float]:
+    from .config import resolve
+
+    preset = resolve(overrides={"method": "simcse", "scale": scale})
+    return (preset["patience"], preset["min_delta"]) if preset["patience"] else JUDGING_RULE[scale]
+
+
 def seeds(scale: str, chosen=None) -> list[int]:
     _check_scale(scale)
     chosen = as_list(chosen, "seeds")

@@ -187,24 +187,41 @@ def perturbation_picture(points):
 
 
 def forest(effects):
-    """The verdict board's forest plot: per claim, our mean difference with its 95% interval (dots and bars)
-    and the paper's own effect (open diamonds), in STS points; claims not yet run show the diamond alone."""
-    fig, ax = plt.subplots(figsize=(8, 0.32 * len(effects) + 1.2))
-    ys = list(range(len(effects)))[::-1]
-    ours, paper = sns.color_palette("colorblind")[0], sns.color_palette("colorblind")[3]
-    ax.errorbar(effects["ours"], ys, xerr=[effects["ours"] - effects["low"], effects["high"] - effects["ours"]],
-                fmt="o", color=ours, markersize=4, capsize=2, label="ours: mean, 95% interval")
-    ax.scatter(effects["paper"], ys, marker="D", facecolors="none", edgecolors=paper, s=30, label="the paper", zorder=3)
-    ax.axvline(0, color="grey", lw=0.8)
-    ax.set_xscale("symlog", linthresh=1)  # effects of 0.1 and of 40 points on one axis: linear within +-1
-    ax.set_yticks(ys, [label if len(label) <= 70 else label[:67] + "..." for label in effects["label"]], fontsize=7)
-    reach = max(effects[["low", "high", "paper", "ours"]].abs().max().max(), 1)
-    ax.set_xlim(-1.6 * reach, 1.6 * reach)  # the largest effect, diamond included, inside the frame
-    ax.set_xlabel("effect: the claim's difference (average STS points unless it says otherwise)\n"
-                  "symmetric log scale: linear within ±1")
-    ax.legend(frameon=False, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2)
+    """The verdict board's forest plot, one panel per paper: per claim our mean difference with its 95% interval
+    (filled dots and bars where a verdict was reached; hollow grey dots where none was: one seed, a flagged run,
+    an idle component) and the paper's own effect (open diamonds), in the claim's points. Labels wrap, whole."""
+    import textwrap
+
+    papers = list(dict.fromkeys(effects["paper"]))
+    heights = [0.42 * sum(len(textwrap.wrap(l, 60)) for l in effects[effects["paper"] == p]["label"]) + 0.6 for p in papers]
+    fig, axes = plt.subplots(len(papers), 1, figsize=(9, sum(heights) + 1.0), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
+    ours, paper_color = sns.color_palette("colorblind")[0], sns.color_palette("colorblind")[3]
+    reach = max(effects[["low", "high", "paper effect", "ours"]].abs().max().max(), 1)
+    for ax, name in zip(axes[:, 0], papers):
+        rows = effects[effects["paper"] == name].reset_index(drop=True)
+        ys = list(range(len(rows)))[::-1]
+        tested = rows["tested"].to_numpy()
+        y_tested = [y for y, t in zip(ys, tested) if t]
+        ax.errorbar(rows["ours"][tested], y_tested, xerr=[(rows["ours"] - rows["low"])[tested].fillna(0),
+                                                           (rows["high"] - rows["ours"])[tested].fillna(0)],
+                    fmt="o", color=ours, markersize=4, capsize=2, label="ours: mean, 95% interval")
+        ax.scatter(rows["ours"][~tested], [y for y, t in zip(ys, tested) if not t], facecolors="none",
+                   edgecolors="grey", s=22, label="ours, no verdict (one seed, flagged or idle)")
+        ax.scatter(rows["paper effect"], ys, marker="D", facecolors="none", edgecolors=paper_color, s=30,
+                   label="the paper", zorder=3)
+        ax.axvline(0, color="grey", lw=0.8)
+        ax.set_xscale("symlog", linthresh=1)  # effects of 0.1 and of 40 points on one axis: linear within +-1
+        ax.set_xlim(-1.6 * reach, 1.6 * reach)
+        ax.set_yticks(ys, ["\n".join(textwrap.wrap(label, 60)) for label in rows["label"]], fontsize=7)
+        ax.set_ylim(-0.7, len(rows) - 0.3)
+        ax.set_title(name, fontsize=9, loc="left")
+    axes[-1, 0].set_xlabel("effect: the claim's difference (average STS points unless it says otherwise)\n"
+                           "symmetric log scale: linear within ±1")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, frameon=False, fontsize=8, loc="upper center", ncol=3)
     sns.despine(fig)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.5 / (sum(heights) + 1.0)))
     return fig
 
 

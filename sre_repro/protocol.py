@@ -132,7 +132,7 @@ def claim_verdict(differences, claim_type: str, margin: float | None = None, lev
         p = max(p_low, p_high)
         half = stats.t.ppf(1 - level, df) * se
         return {"mean": mean, "n": n, "interval": (mean - half, mean + half), "p": p, "margin": margin,
-                "verdict": f"holds (within ±{margin})" if p < level else f"not shown (within ±{margin})"}
+                "verdict": f"holds (within ±{margin:g})" if p < level else f"not shown (within ±{margin:g})"}
     low = mean - stats.t.ppf(1 - level, df) * se  # non-inferiority: one-sided lower bound
     return {"mean": mean, "n": n, "lower bound": low, "margin": margin,
             "verdict": "holds (does not hurt)" if low > -margin else "not shown"}

@@ -49,6 +49,15 @@ def save_verdicts(chapter: str, scale: str, *tables: list[dict], root=None) -> N
     runs.write_json_atomic(runs.results_dir(root) / "verdicts" / f"{chapter}.{scale}.json", rows)
 
 
+VERDICT_COLUMNS = ["claim", "type", "paper effect", "ours", "interval", "detectable", "verdict", "seeds"]
+
+
+def verdict_frame(rows: list[dict]) -> pd.DataFrame:
+    """Verdict rows (claims.judge) as a chapter shows them: one row per claim id, "–" where a row has no value."""
+    frame = pd.DataFrame(rows).set_index("id").reindex(columns=VERDICT_COLUMNS)
+    return frame.astype(object).where(frame.notna(), "–")
+
+
 def transfer_table(results: dict[str, dict]) -> pd.DataFrame:
     """Transfer accuracies (name -> book.transfer record): one column per task the records share, then
     the mean over those tasks, as Table 10 of the BYOP paper lays them out."""
@@ -142,13 +151,19 @@ def poolers(cfg: dict) -> tuple[str, str]:
 
 def scale_banner(scale: str, cfg: dict | None = None, seeds=None, extra: str = "", also=()) -> str:
     """The line printed above every table: what was run, at which scale, pooled how in training and at test.
-    `also`: the configs of the table's runs of other methods, whose poolers are named too."""
+    `also`: the configs of the table's runs of other methods, whose poolers (and data and lr, where they differ)
+    are named too."""
     parts = [f"Scale: {scale}"]
     if cfg:
         steps = cfg["max_steps"] or f"{cfg['epochs']} epoch(s)"
         head = f", added modules lr {cfg['head_lr']}" if cfg.get("head_lr") not in (None, 0.0, cfg["lr"]) else ""
-        parts.append(f"model {cfg['model_name']}, {cfg['train_data']}, {steps} steps x batch {cfg['batch_size']}, "
-                     f"max_len {cfg['max_len']}, lr {cfg['lr']}{head}, {cfg['precision']}")
+
+        def each(key):  # one value, or each method's where the table's methods differ
+            values = {c.get("method"): c[key] for c in (cfg, *also)}
+            return (f"{cfg[key]}" if len(set(values.values())) == 1 else
+                    ", ".join(f"{method} {value}" for method, value in values.items()))
+        parts.append(f"model {cfg['model_name']}, {each('train_data')}, {steps} steps x batch {cfg['batch_size']}, "
+                     f"max_len {cfg['max_len']}, lr {each('lr')}{head}, {cfg['precision']}")
         pooled = {}
         for c in (cfg, *also):
             pooled.setdefault(c.get("method"), poolers(c))
@@ -259,6 +274,30 @@ def training_table(groups: dict[str, list[dict]]) -> pd.DataFrame:
                 row[f"moved: {module}"] = _pct(moved)
             rows[label] = row
     return pd.DataFrame.from_dict(rows, orient="index").fillna("")
+
+
+class Split:
+    """A wide table shown as several narrower ones, one under another (each keeps the run labels)."""
+
+    def __init__(self, frames: list[pd.DataFrame]):
+        self.frames = frames
+
+    def _repr_html_(self) -> str:
+        return "".join(frame.to_html(classes="dataframe") for frame in self.frames)
+
+    def __repr__(self) -> str:
+        return "\n\n".join(frame.to_string() for frame in self.frames)
+
+
+def did_it_train(groups: dict[str, list[dict]], width: int = 5) -> Split:
+    """`training_table` as it fits a page: the kept step, anisotropy and loss, then the loss terms, then how far
+    each module moved, each in tables of at most `width` columns."""
+    frame = training_table(groups)
+    head = [c for c in ("kept step", "anisotropy", "loss first → kept") if c in frame]
+    terms = [c for c in frame if c.endswith("(share)")]
+    moved = [c for c in frame if c not in head and c not in terms]
+    parts = [head] + [cols[i:i + width] for cols in (terms, moved) for i in range(0, len(cols), width)]
+    return Split([frame[cols] for cols in parts if cols])
 
 
 def cosine_spread(groups: dict[str, list[dict]], gold) -> pd.DataFrame:

@@ -25,8 +25,9 @@ from .errors import SreError
 from .methods import get_method
 from .settings import PACKAGE, REPO_ROOT, results_dir, work_dir  # noqa: F401  (results_dir, work_dir: the store's places)
 
-SCHEMA = 4  # 2: full configs hashed as they are (no neutral knobs left out), derived records keyed without run_code;
-           # 3: the knob `packed` (sre_repro/packing.py); 4: the stopping rule's `patience` and `min_delta`
+SCHEMA = 5  # 2: full configs hashed as they are (no neutral knobs left out), derived records keyed without run_code;
+           # 3: the knob `packed` (sre_repro/packing.py); 4: the stopping rule's `patience` and `min_delta`;
+           # 5: SimCSE's `dropout` and `fixed_mask` (its Table 3, the positive controls)
 # What a probe shrinks (sre_repro/fingerprints.py): a variant is its config without these
 SIZE_KNOBS = ("seed", "scale", "max_steps", "epochs", "batch_size", "max_train_examples", "eval_steps",
               "checkpoint_steps", "eval_max_pairs", "device", "world_size", "patience", "min_delta")

@@ -87,11 +87,16 @@ def nt_xent(z1: torch.Tensor, z2: torch.Tensor, temperature: float) -> torch.Ten
     return loss_a + loss_b
 
 
-def disable_dropout(model: nn.Module) -> None:
-    """ConSERT trains and tests with every dropout of the PLM at 0 (`--no_dropout`, issue #1 of its repo)."""
+def set_dropout(model: nn.Module, p: float) -> None:
+    """Every dropout of the PLM at probability `p` (hidden and attention: BERT's attention reads its module's p)."""
     for module in model.modules():
         if isinstance(module, nn.Dropout):
-            module.p = 0.0
+            module.p = p
+
+
+def disable_dropout(model: nn.Module) -> None:
+    """ConSERT trains and tests with every dropout of the PLM at 0 (`--no_dropout`, issue #1 of its repo)."""
+    set_dropout(model, 0.0)
 
 
 def validate_views(cfg: dict) -> None:

@@ -1,8 +1,13 @@
-"""The verdict board: it lists exactly the verdict rows the chapters wrote, "not yet run" for the rest."""
+"""The verdict board: it lists exactly the verdict rows the chapters wrote, each declared claim of a chapter
+(even one not yet run), "not yet run" for an undeclared chapter with none, and counts that add up."""
+import html
+import re
+
 import numpy as np
 
-from sre_repro import report
+from sre_repro import claims, report
 from sre_repro.chapters import board
+from sre_repro.chapters import simcse as simcse_chapter
 
 
 def test_board_lists_the_rows_a_chapter_wrote_and_marks_the_rest_not_yet_run():
@@ -13,34 +18,60 @@ def test_board_lists_the_rows_a_chapter_wrote_and_marks_the_rest_not_yet_run():
     sarcse = frame[frame["chapter"] == "sarcse"]
     assert list(sarcse["claim"]) == ["A & B beat C", "B has a lower seed variance"]
     first = sarcse.iloc[0]
-    assert (first["paper effect"], first["ours"], first["95% interval"]) == (1.52, 2.0, "[-0.48, 4.48]")
+    assert (first["paper effect"], first["ours"], first["interval"]) == (1.52, 2.0, "[-0.48, 4.48]")
     assert first["seeds"] == "42, 43, 44" and first["scale"] == "smoke"
-    # a chapter that has not run at this scale: one "not yet run" row; nothing read from another scale
-    others = frame[frame["chapter"].isin([c for c in board.CHAPTERS if c != "sarcse"])]
-    assert len(others) == len(board.CHAPTERS) - 1 and set(others["verdict"]) == {board.NOT_YET_RUN}
-    assert set(board.board("cpu")["verdict"]) == {board.NOT_YET_RUN}
-    # the chapters still to come (none since PaSeR's): their headline claims with the paper's effect
-    pending = frame[frame["chapter"].str.startswith("issue")]
-    assert len(pending) == sum(len(claims) for _, claims in board.PENDING.values()) == 0
-    assert list(sarcse["verdict"].str[:10]) == ["not shown ", "holds at t"]  # F-test: variances 2.33 vs 0.01
-    assert board.summary(frame) == {"claims": len(frame), "holds": 1, "not tested": 0,
-                                    "not yet run": len(board.CHAPTERS) - 1 + len(pending)}
+    assert sarcse.iloc[1]["interval"] != sarcse.iloc[1]["interval"]  # NaN ("–" on the page): a variance verdict has no interval: shown "–", never "[nan, nan]"
+    # a chapter with declared claims lists each of them, not yet run; an undeclared one gets one row
+    simcse = frame[frame["chapter"] == "01_simcse"]
+    assert list(simcse["claim"]) == [c.text for c in simcse_chapter.CLAIMS.values()]
+    assert set(simcse["verdict"]) == {board.NOT_YET_RUN} and simcse["headline"].sum() == 1
+    undeclared = [c for c in board.CHAPTERS if c != "sarcse" and not board.declared(c)]
+    assert all((frame["chapter"] == c).sum() == 1 for c in undeclared)
+    counts = board.summary(frame)
+    assert counts["claims"] == len(frame) == sum(n for word, n in counts.items() if word != "claims")
+    assert counts["holds"] == 1 and counts["not shown"] == 1  # "holds at this scale" (F-test), "not shown at ..."
+
+
+def test_a_declared_claims_row_replaces_its_not_yet_run_line():
+    claim = simcse_chapter.CLAIMS["dropout_beats_no_dropout"]
+    row = claims.judge(claim, [10.0, 12.0, 11.0], [], {"dropout noise": (True, "")})
+    report.save_verdicts("01_simcse", "smoke", [row])
+    simcse = board.board("smoke").query("chapter == '01_simcse'").set_index("claim")
+    assert simcse.loc[claim.text, "verdict"] == "holds" and simcse.loc[claim.text, "type"] == "superiority"
+    assert simcse.loc[claim.text, "detectable"] == row["detectable"]
+    assert (simcse["verdict"] == board.NOT_YET_RUN).sum() == len(simcse_chapter.CLAIMS) - 1
+    lines = re.findall(r"<li>(.*?)</li>", html.unescape(board.landing_lines(board.board("smoke"))))
+    assert lines[1].startswith('<b>SimCSE</b>: headline "unsup SimCSE beats the PLM\'s raw [CLS]": not yet run; 5 claims')
 
 
 def test_board_html_links_each_chapter_and_escapes_claims():
     report.save_verdicts("byop", "smoke", [report.verdict([1.0, 2.0], "A <& B")])
     page = board.as_html(board.board("smoke"))
     assert '<a href="byop.html#verdicts-at-this-scale">BYOP</a>' in page and "A &lt;&amp; B" in page
-    assert '<a href="paser.html#verdicts-at-this-scale">PaSeR</a>' in page
+    assert '<a href="paser.html#verdicts-at-this-scale">PaSeR</a>' in page and "nan" not in page
 
 
-def test_effects_parse_our_interval_and_keep_rows_with_an_effect():
+def test_effects_parse_our_interval_and_keep_rows_with_a_difference():
     assert board.interval_ends("[-0.48, 4.48]") == (-0.48, 4.48)
-    assert all(np.isnan(board.interval_ends(v)).all() for v in (None, float("nan"), "–"))
+    assert all(np.isnan(board.interval_ends(v)).all() for v in (None, float("nan"), "–", "[0.10, ∞)"))
     report.save_verdicts("sarcse", "smoke", [report.paper_effect(report.verdict([1.0, 2.0, 3.0], "A"), 1.5, [1, 2, 3]),
+                                             report.paper_effect(report.verdict([1.0], "C"), 1.0, [1]),
                                              report.variance_verdict([1.0, 2.0, 4.0], [1.0, 1.1, 1.2], "B")])
-    effects = board.effects(board.board("smoke"))
-    row = effects[effects["label"] == "SARCSE: A"].iloc[0]
-    assert (row["ours"], row["low"], row["high"], row["paper"]) == (2.0, -0.48, 4.48, 1.5)
-    assert "SARCSE: B" not in set(effects["label"])  # a variance verdict has no difference to plot
-    assert effects["paper"].notna().sum() >= sum(len(claims) for _, claims in board.PENDING.values())
+    effects = board.effects(board.board("smoke")).set_index("label")
+    assert tuple(effects.loc["A", ["ours", "low", "high", "paper effect"]]) == (2.0, -0.48, 4.48, 1.5)
+    assert effects.loc["A", "tested"] and not effects.loc["C", "tested"]  # one seed: drawn hollow, no bar
+    assert "B" not in effects.index  # a variance verdict has no difference to plot
+
+
+def test_the_audit_names_rows_without_a_type_an_unknown_word_or_a_thin_headline():
+    good = claims.judge(simcse_chapter.CLAIMS["dropout_beats_no_dropout"], [10.0, 12.0, 11.0], [], {"dropout noise": (True, "")})
+    assert board.audit([good]) == []
+    old = report.verdict([1.0, 2.0, 3.0], "A beats B")
+    thin = {**good, "id": "h", "headline": True, "verdict": "holds"}
+    odd = {**good, "id": "o", "verdict": "probably fine"}
+    assert board.audit([old, thin, odd]) == ["A beats B: no claim type or detectable effect (judge it with claims.judge)",
+                                             "h: a headline verdict on 3 seeds (needs 5)",
+                                             "o: verdict 'probably fine' is none of the board's words"]
+    headline = simcse_chapter.CLAIMS["simcse_beats_raw_cls"]
+    assert claims.judge(headline, [40.0, 41.0, 42.0], []).get("verdict") == \
+        "not tested: a headline claim rests on at least 5 seeds, this on 3"

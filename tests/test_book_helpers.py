@@ -214,3 +214,14 @@ def test_byop_variants_are_ranked_on_dev_and_table_10_takes_the_scale_s_number()
     assert byop_chapter.transfer_variants("cpu", ranked, "['SimCSE +BYOPC-M']") == ["SimCSE +BYOPC-M"]  # papermill text
     with pytest.raises(SreError, match="unknown BYOP variant 'BYOPC' in transfer_variants"):
         byop_chapter.transfer_variants("cpu", ranked, ["BYOPC"])
+
+
+def test_did_it_train_splits_a_wide_table_into_narrow_ones_that_keep_every_column():
+    terms = {f"term{i}": {"first": 2.0, "kept": 1.0, "share_kept": 0.1} for i in range(7)}
+    run = {"seed": 42, "metrics": {"best_step": 20, "geometry": {"anisotropy": 0.5}},
+           "training": {"loss_first": 3.0, "loss_kept": 2.0, "terms": terms, "moved": {f"m{i}": 0.02 for i in range(6)}}}
+    whole = report.training_table({"X": [run], "Y": [run]})
+    split = report.did_it_train({"X": [run], "Y": [run]}, width=5)
+    assert len(whole.columns) == 3 + 7 + 6 and [len(f.columns) for f in split.frames] == [3, 5, 2, 5, 1]
+    assert [c for f in split.frames for c in f.columns] == list(whole.columns)
+    assert all(list(f.index) == list(whole.index) for f in split.frames) and "<table" in split._repr_html_()

@@ -84,3 +84,32 @@ def test_supervised_simcse_uses_triplets():
     z = method.encoder.embed(batch, pooler="cls_mlp")
     expected = _hand_info_nce(z[:2], z[2:4], 0.05, z[4:])
     assert method.loss(batch)["loss"].item() == pytest.approx(expected, rel=1e-4)
+
+
+def test_simcse_noise_controls_fixed_mask_and_dropout():
+    """SimCSE's Table 3 rows: "fixed 0.1" gives both views one mask (the same vector twice; one row per sentence),
+    p = 0 turns every dropout of the PLM off (the two views equal); the default keeps two different masks."""
+    from sre_repro.errors import SreError
+
+    sentences = ["a cat sat on the mat", "dogs bark at night", "the sun is hot today"]
+    built = {}
+    for name, knobs in {"default": {}, "fixed": {"fixed_mask": True}, "p0": {"dropout": 0.0}}.items():
+        cfg = resolve(overrides={"method": "simcse", "scale": "smoke", "pooler": "avg", "eval_pooler": "avg", **knobs})
+        torch.manual_seed(0)
+        method = get_method("simcse").build(cfg, "cpu").train()
+        batch = method.collate(sentences)
+        z1, z2 = method.views(batch)
+        built[name] = (method, batch, z1, z2)
+    _, batch, z1, z2 = built["fixed"]
+    assert len(batch["input_ids"]) == 3 and torch.equal(z1, z2)
+    torch.manual_seed(1)
+    z = built["fixed"][0].views(batch)[0].detach()
+    torch.manual_seed(1)  # the same dropout draw: the loss of the same vector as both views
+    assert float(built["fixed"][0].loss(batch)["loss"].detach()) == pytest.approx(_hand_info_nce(z, z, 0.05), rel=1e-4)
+    method, batch, z1, z2 = built["p0"]
+    assert len(batch["input_ids"]) == 6 and torch.allclose(z1, z2, atol=1e-6)
+    assert all(m.p == 0.0 for m in method.encoder.model.modules() if isinstance(m, torch.nn.Dropout))
+    _, _, z1, z2 = built["default"]
+    assert not torch.allclose(z1, z2, atol=1e-3)
+    with pytest.raises(SreError, match="dropout must lie in"):
+        resolve(overrides={"method": "simcse", "scale": "smoke", "dropout": 1.5})

@@ -148,3 +148,23 @@ def test_a_schema_2_record_keeps_its_fingerprint_under_its_schema_3_name(tmp_pat
     assert runs.read("simcse", new, tmp_path)["stale"] is True
     supervised = resolve(overrides={"method": "paser", "scale": "smoke", "supervised": True, "train_data": "snli"})
     assert runs.migrate_config("paser", {k: v for k, v in supervised.items() if k not in ("packed", "supervised")}) == supervised
+
+
+def test_the_convergence_study_applies_each_candidate_rule_to_the_curves_prefix():
+    from sre_repro.chapters import recipe
+    curve = [{"step": 20 * (i + 1), "stsb_dev": v} for i, v in enumerate([50.0, 55.0, 56.0, 56.05, 55.0, 55.5, 57.0, 56.0])]
+    # patience 3 at delta 0.1: 56.05 gains only 0.05, so three evaluations after step 60 it stops at step 120
+    assert recipe.rule_outcome(curve, 3, 0.1) == (120, 56.05)
+    assert recipe.rule_outcome(curve, 2, 0.0) == (120, 56.05)  # 56.05 counts as a gain: stops two later
+    assert recipe.rule_outcome(curve, 10, 0.0) == (160, 57.0)  # never fires: the whole curve
+    run = {"dev_curve": curve, "metrics": {"stsb_dev_best": 57.0}}
+    table = recipe.rule_table({"a": run})
+    short = table[(table["patience"] == 3) & (table["min_delta"] == 0.1)].iloc[0]
+    assert short["largest shortfall"] == 0.95 and not short["within tolerance"] and short["mean steps"] == 120
+    # only the rules that reach step 140 keep 57; all of them train the whole curve: the most patient is chosen
+    assert recipe.chosen_rule(table) == (10, 0.0)
+    assert recipe.chosen_rule(recipe.rule_table({"a": {**run, "metrics": {"stsb_dev_best": 56.2}}})) == (3, 0.1)
+    overrides = recipe.study_overrides("sarcse", "cpu", 3e-5)
+    assert overrides["head_lr"] == recipe.PRIOR_HEAD_LR["cpu"]["sarcse"] and overrides["patience"] == 10
+    assert "head_lr" not in recipe.study_overrides("simcse", "cpu", 3e-5)
+    assert recipe.chosen_setting({1e-4: run, 3e-5: {"metrics": {"stsb_dev_best": 57.0}}}) == 3e-5  # ties: smaller

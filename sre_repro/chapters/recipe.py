@@ -7,9 +7,10 @@ The chosen values are the `cpu` presets (sre_repro/config.py and the methods' SC
 """
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-from .. import book
+from .. import book, protocol
 from ..errors import SreError
 from ..train import train
 
@@ -105,3 +106,105 @@ def preset_check(scale: str, lr: float, steps: int, head_lrs: dict[str, float]) 
                                            "equal": preset == chosen} for name, (preset, chosen) in rows.items()},
                                    orient="index")
     return frame
+
+
+# ----- the convergence study (the protocol's budget: every method to convergence on STS-B dev) -----------------
+# Every run evaluates STS-B dev every `eval_steps` and stops once its best has not improved for `patience`
+# evaluations, or at the cap `max_steps`; the schedule decays linearly to 0 over the cap, so a run stopped by a
+# shorter patience is exactly the first part of the study's run (the book's rule is chosen on these curves, below).
+# The cap is 600 steps at cpu: 3.2 passes over the offline wiki1m sample (11,913 sentences) at batch 64.
+STUDY = {"smoke": dict(max_steps=12, eval_steps=2, patience=3, min_delta=0.0),
+         "cpu": dict(max_steps=600, eval_steps=20, patience=10, min_delta=0.0)}
+# every method the book trains, each at each learning rate of the grid (listed in the order the study computes)
+# (RankCSE last: its teachers are SimCSE runs at the scale's presets, which this study decides)
+STUDY_METHODS = ["simcse", "simcse_sup", "simcse_mlm", "ifm", "byop", "consert", "sarcse", "pt_bert", "slt_fai",
+                 "paser", "rankcse"]
+STUDY_GRIDS = {"lrs": {"smoke": [1e-4, 1e-3], "cpu": [1e-4, 3e-5, 3e-4]},
+               "head_lrs": {"smoke": [1e-3, 1e-2], "cpu": [1e-3, 1e-2, 1e-4]}}
+# the added modules' rate while the PLM's lr is chosen: the presets of the fixed-budget recipe before this study
+PRIOR_HEAD_LR = {"smoke": {}, "cpu": {"sarcse": 1e-3, "pt_bert": 1e-2, "slt_fai": 1e-3, "paser": 1e-3}}
+# the book's stopping rule is the cheapest of these whose kept checkpoint, on every study curve, scores within
+# RULE_TOLERANCE points of STS-B dev of the study run's best
+RULE_CANDIDATES = {"patience": [3, 5, 8, 10], "min_delta": [0.0, 0.1, 0.25]}
+RULE_TOLERANCE = 0.25
+# knobs counted in steps that the fixed 100-step presets set as a share of the run: the same share of the cap
+# (SLT-FAI's auxiliary losses start after 5 % of the run, ConSERT's share of its 10 epochs)
+STUDY_EXTRA = {"smoke": {}, "cpu": {"slt_fai": {"aux_warmup_steps": 30}}}
+
+
+def study_overrides(method: str, scale: str, lr: float, head_lr: float | None = None, model_name: str = "") -> dict:
+    """The overrides of one study run (seed 42, the study's budget and stopping rule, `lr`, and for a method with
+    added modules `head_lr`, else the prior one)."""
+    if scale not in STUDY:
+        raise SreError(f"the convergence study runs at {' or '.join(STUDY)}, not {scale!r}")
+    overrides = {"method": method, "scale": scale, "seed": SEED, "lr": lr, **STUDY[scale],
+                 **STUDY_EXTRA[scale].get(method, {})}
+    head_lr = head_lr or PRIOR_HEAD_LR[scale].get(method)
+    if head_lr and method in ADDED_MODULE_METHODS:
+        overrides["head_lr"] = head_lr
+    return {**overrides, **({"model_name": model_name} if model_name else {})}
+
+
+def study_lr_runs(method: str, scale: str, model_name: str = "", data_dir=None, force: bool = False,
+                  allow_stale: bool = True) -> dict[float, dict]:
+    """lr -> the method's study run at seed 42."""
+    return {lr: train(study_overrides(method, scale, lr, model_name=model_name), data_dir=data_dir, force=force,
+                      allow_stale=allow_stale) for lr in STUDY_GRIDS["lrs"][scale]}
+
+
+def study_head_runs(method: str, scale: str, lr: float, model_name: str = "", data_dir=None, force: bool = False,
+                    allow_stale: bool = True) -> dict[float, dict]:
+    """head_lr -> the method's study run at its chosen lr, seed 42."""
+    if method not in ADDED_MODULE_METHODS:
+        raise SreError(f"{method} adds no modules to the PLM at this scale: choose from {', '.join(ADDED_MODULE_METHODS)}")
+    return {h: train(study_overrides(method, scale, lr, h, model_name), data_dir=data_dir, force=force,
+                     allow_stale=allow_stale) for h in STUDY_GRIDS["head_lrs"][scale]}
+
+
+def chosen_setting(runs: dict[float, dict]) -> float:
+    """The setting (lr or head_lr) whose run scored best on STS-B dev; ties keep the smaller."""
+    return max(runs, key=lambda key: (runs[key]["metrics"]["stsb_dev_best"], -key))
+
+
+def rule_outcome(curve: list[dict], patience: int, min_delta: float, metric: str = "stsb_dev") -> tuple[int, float]:
+    """(the step where a run with this dev curve would stop under the rule, the best dev it would keep): the
+    rule applied to the curve's first evaluations, as the trainer applies it while training."""
+    values = [point[metric] for point in curve]
+    for end in range(1, len(values) + 1):
+        if protocol.stop_now(values[:end], patience, min_delta):
+            break
+    return curve[end - 1]["step"], max(values[:end])
+
+
+def rule_table(curves: dict[str, dict]) -> pd.DataFrame:
+    """One row per candidate rule (patience, min_delta): the mean steps its runs would train, and the largest
+    shortfall of the dev score it keeps against each study run's best (name -> study record)."""
+    rows = []
+    for patience in RULE_CANDIDATES["patience"]:
+        for min_delta in RULE_CANDIDATES["min_delta"]:
+            outcomes = {name: rule_outcome(r["dev_curve"], patience, min_delta) for name, r in curves.items()}
+            shortfall = {name: r["metrics"]["stsb_dev_best"] - outcomes[name][1] for name, r in curves.items()}
+            worst = max(shortfall, key=shortfall.get)
+            rows.append({"patience": patience, "min_delta": min_delta,
+                         "mean steps": float(np.mean([step for step, _ in outcomes.values()])),
+                         "largest shortfall": round(shortfall[worst], 2), "where": worst,
+                         "within tolerance": shortfall[worst] <= RULE_TOLERANCE})
+    return pd.DataFrame(rows)
+
+
+def chosen_rule(table: pd.DataFrame) -> tuple[int, float]:
+    """The cheapest rule within tolerance on every curve (ties: the larger patience, then the smaller min_delta)."""
+    ok = table[table["within tolerance"]].sort_values(["mean steps", "patience", "min_delta"], ascending=[True, False, True])
+    if ok.empty:
+        raise SreError(f"no candidate rule keeps every run within {RULE_TOLERANCE} points of its best: widen "
+                       "RULE_CANDIDATES")
+    return int(ok.iloc[0]["patience"]), float(ok.iloc[0]["min_delta"])
+
+
+def study_plan(scale: str) -> list[dict]:
+    """The study's first step in the order it is computed: SimCSE's and supervised SimCSE's learning rates (the
+    chapter 01 recipe), then every other method at the grid's first lr, then at the next; the background filler
+    (scripts/run_cpu_edition.py convergence) splits it into lanes."""
+    lrs, first = STUDY_GRIDS["lrs"][scale], ["simcse", "simcse_sup"]
+    return ([study_overrides(method, scale, lr) for method in first for lr in lrs] +
+            [study_overrides(method, scale, lr) for lr in lrs for method in STUDY_METHODS if method not in first])

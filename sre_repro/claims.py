@@ -1,0 +1,111 @@
+"""A paper's claim as its chapter declares it, and the one function that turns the claim's evidence into the row
+the chapter shows, saves and the verdict board reads (`judge`). The rules themselves live in protocol.py.
+
+A chapter module declares its claims (`Claim`: id, text, type, the components it is about, its runs, the paper's
+effect, the margin of a parity or "does not hurt" claim, whether it is the paper's headline); its notebook
+computes the evidence (seed-matched differences, the runs they rest on, each component's engagement) and glues
+the row by id. A row never issues a verdict that rests on a flagged run (still improving at the cap, kept its
+first evaluation), a component whose mechanism did not engage, a stale record or a single seed.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import protocol, runs
+
+HEADLINE_SEEDS = 5  # the fewest seed-matched seeds a paper's headline claim rests on (protocol issue: 5 to 10)
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str                       # stable key: notebooks glue by it, the board lists by it
+    text: str                     # the claim as the paper states it
+    type: str                     # superiority | equivalence | non-inferiority | geometry (protocol.CLAIM_TYPES)
+    runs: str                     # what is compared, e.g. "SARCSE - SimCSE, average STS, seed-matched"
+    paper_effect: float | None    # the paper's method minus its baseline, from its table (None: it reports none)
+    components: tuple[str, ...] = ()  # the mechanisms the claim is about (each must engage for a verdict)
+    margin: float | None = None   # points: equivalence and non-inferiority claims test against it
+    headline: bool = False        # the paper's main claim: at least HEADLINE_SEEDS seeds
+    lower_is_better: bool = True  # geometry claims: the direction of "better"
+
+    def __post_init__(self):
+        if self.type not in protocol.CLAIM_TYPES:
+            raise ValueError(f"claim {self.id}: unknown type {self.type!r}, choose from {', '.join(protocol.CLAIM_TYPES)}")
+        if self.type in ("equivalence", "non-inferiority") and not self.margin:
+            raise ValueError(f"claim {self.id}: a {self.type} claim states its margin (points) beside the claim")
+
+
+def run_flag(run: dict, rule: tuple[int, float] | None = None) -> str | None:
+    """Why no verdict may rest on this run (None: it may). A run trained under a stopping rule carries its
+    `convergence`; a fixed-budget run is judged on its dev curve with `rule` (patience, min_delta) when given."""
+    conv = run.get("convergence")
+    if conv is None or (conv["converged"] is None and rule):
+        cap = run["config"]["max_steps"] or run["steps"]
+        conv = protocol.convergence(run["dev_curve"], run["metrics"]["best_step"], cap, *(rule or (0, 0.0)))
+    flag = conv["flag"]
+    return None if flag is None or flag.startswith("fixed budget") else flag
+
+
+def left_the_plm(runs_: list[dict], plm_dev: float | None) -> str | None:
+    """"the encoder barely left the PLM" when the runs' kept STS-B dev lies within their seed spread (2 sd, at
+    least 0.5 points) of the untrained PLM's with the same pooler (None: it left, or no PLM score is known)."""
+    if plm_dev is None or not runs_:
+        return None
+    values = np.array([r["metrics"]["stsb_dev_best"] for r in runs_])
+    spread = max(2 * values.std(ddof=1), 0.5) if len(values) > 1 else 0.5
+    return "the encoder barely left the PLM" if values.mean() - plm_dev <= spread else None
+
+
+def judge(claim: Claim, differences, runs_: list[dict] = (), engagement: dict | None = None,
+          rule: tuple[int, float] | None = None, plm_value: float | None = None) -> dict:
+    """The verdict row of `claim` from its seed-matched `differences` (method minus baseline, one per seed; for a
+    geometry claim the method's values), the runs they rest on (both sides), each component's engagement
+    ({component: (engaged, why)}, protocol.engaged) and, for a geometry claim, the untrained PLM's value."""
+    values = np.asarray(differences, dtype=float)
+    seeds = sorted({r["seed"] for r in runs_})
+    row = {"id": claim.id, "claim": claim.text, "type": claim.type + (f" (±{claim.margin:g})" if claim.margin else ""),
+           "paper effect": None if claim.paper_effect is None else round(float(claim.paper_effect), 2),
+           "ours": round(float(values.mean()), 2) if len(values) else None, "interval": "–",
+           "detectable": None, "n seeds": len(values), "seeds": ", ".join(map(str, seeds)), "headline": claim.headline}
+    sd = float(values.std(ddof=1)) if len(values) > 1 else float("nan")
+    if claim.type != "geometry" and len(values) > 1:
+        detectable = protocol.detectable_effect(sd, len(values))
+        row["detectable"] = None if math.isnan(detectable) else round(detectable, 2)
+    row["verdict"] = _word(claim, values, runs_, engagement or {}, rule, plm_value, row)
+    return row
+
+
+def _word(claim, values, runs_, engagement, rule, plm_value, row) -> str:
+    result = None
+    if claim.type == "geometry":
+        result = protocol.geometry_verdict(values, plm_value, claim.lower_is_better)
+        row["untrained PLM"] = round(plm_value, 3)
+    elif len(values) > 1:  # the interval is shown whatever the verdict
+        result = protocol.claim_verdict(values, claim.type, claim.margin)
+        # superiority: the two-sided 95 % interval; equivalence: the 90 % one (TOST); non-inferiority: one-sided 95 %
+        low, high = result.get("interval", (result.get("lower bound"), math.inf))
+        row["interval"] = f"[{low:.2f}, {high:.2f}]" if claim.type != "non-inferiority" else f"[{low:.2f}, ∞)"
+    if runs.SERVED_STALE:
+        return f"stale: recompute ({len(set(runs.SERVED_STALE))} stale record(s) read)"
+    flagged = {r["seed"]: flag for r in runs_ if (flag := run_flag(r, rule))}
+    if flagged:
+        seed, flag = next(iter(flagged.items()))
+        return f"not tested: {flag} (seed {seed}{' and others' if len(flagged) > 1 else ''})"
+    unknown = [c for c in claim.components if c not in engagement]
+    if unknown:
+        return f"not tested: no evidence that {unknown[0]} engaged"
+    idle = {c: why for c, (ok, why) in engagement.items() if not ok}
+    if idle:
+        component, why = next(iter(idle.items()))
+        return f"not tested: {component} did not engage ({why})"
+    if result is None:
+        return "one seed: difference shown, no verdict"
+    if claim.headline and len(values) < HEADLINE_SEEDS:
+        return f"not tested: a headline claim rests on at least {HEADLINE_SEEDS} seeds, this on {len(values)}"
+    word = result["verdict"]
+    if word == "not shown" and protocol.power_word(claim.paper_effect, row["detectable"] or math.nan):
+        word = "underpowered"
+    return word

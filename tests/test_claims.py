@@ -1,0 +1,77 @@
+"""A claim's verdict row (sre_repro/claims.py) against hand computations: every claim type, the power word, and
+the rows that must not carry a verdict (a flagged run, an unengaged component, one seed)."""
+import numpy as np
+import pytest
+from scipy import stats
+
+from sre_repro import protocol
+from sre_repro.claims import Claim, judge, left_the_plm, run_flag
+
+BEATS = Claim("x_beats_y", "X beats Y", "superiority", "X - Y, average STS", paper_effect=1.0, components=("decoder",))
+
+
+def _run(seed, curve=(50.0, 52.0, 51.0, 50.5, 50.0), cap=100, patience=3, dev_best=None):
+    points = [{"step": 20 * (i + 1), "stsb_dev": v} for i, v in enumerate(curve)]
+    best = max(points, key=lambda p: p["stsb_dev"])
+    conv = protocol.convergence(points, best["step"], cap, patience, 0.1)
+    return {"seed": seed, "config": {"max_steps": cap}, "steps": points[-1]["step"], "dev_curve": points,
+            "convergence": conv, "metrics": {"best_step": best["step"], "stsb_dev_best": dev_best or best["stsb_dev"]}}
+
+
+def test_superiority_row_equals_a_hand_t_interval_and_its_detectable_effect():
+    d = np.array([1.2, 0.8, 1.5, 1.1, 0.9])
+    row = judge(BEATS, d, [_run(s) for s in range(5)], {"decoder": (True, "fell")})
+    half = stats.t.ppf(0.975, 4) * d.std(ddof=1) / np.sqrt(5)
+    assert row["interval"] == f"[{d.mean() - half:.2f}, {d.mean() + half:.2f}]" and row["verdict"] == "holds"
+    assert row["detectable"] == pytest.approx(protocol.detectable_effect(d.std(ddof=1), 5), abs=0.005)
+    assert row["n seeds"] == 5 and row["seeds"] == "0, 1, 2, 3, 4" and row["type"] == "superiority"
+
+
+def test_an_interval_across_zero_below_the_papers_effect_is_underpowered_else_not_shown():
+    d = [3.0, -2.0, 1.0]  # sd 2.5: three seeds detect only effects of several points
+    assert judge(BEATS, d, [_run(s) for s in range(3)], {"decoder": (True, "")})["verdict"] == "underpowered"
+    big = Claim("big", "X beats Y by a lot", "superiority", "X - Y", paper_effect=50.0)
+    assert judge(big, d, [_run(s) for s in range(3)])["verdict"] == "not shown"
+
+
+def test_no_verdict_rests_on_a_flagged_run_an_idle_component_or_one_seed():
+    rising = _run(43, curve=(50.0, 51.0, 52.0, 53.0, 54.0), cap=100)
+    assert judge(BEATS, [1.0, 2.0], [_run(42), rising])["verdict"] == "not tested: still improving at the cap (seed 43)"
+    first = _run(44, curve=(55.0, 50.0, 49.0, 48.0))
+    assert judge(BEATS, [1.0, 2.0], [_run(42), first])["verdict"] == "not tested: kept its first evaluation (seed 44)"
+    idle = {"decoder": protocol.engaged("reconstruction", first=10.0, kept=9.5, baseline=7.0)}
+    assert judge(BEATS, [1.0, 2.0, 1.5], [_run(s) for s in range(3)], idle)["verdict"].startswith(
+        "not tested: decoder did not engage (fell 5.0% (needs 10%)")
+    assert judge(BEATS, [1.0, 2.0, 1.5], [_run(s) for s in range(3)])["verdict"] == "not tested: no evidence that decoder engaged"
+    assert judge(BEATS, [1.0], [_run(42)], {"decoder": (True, "")})["verdict"] == "one seed: difference shown, no verdict"
+
+
+def test_a_fixed_budget_run_is_judged_on_its_curve_by_the_rule():
+    fixed = _run(42, curve=(50.0, 51.0, 52.0, 53.0, 54.0), cap=100, patience=0)
+    assert run_flag(fixed) is None  # no rule: a fixed budget is not judged
+    assert run_flag(fixed, rule=(3, 0.1)) == "still improving at the cap"
+    assert run_flag(_run(42, curve=(50.0, 52.0, 51.0, 50.5, 50.0), patience=0), rule=(3, 0.1)) is None
+
+
+def test_parity_and_does_not_hurt_claims_test_against_their_margin():
+    parity = Claim("parity", "X matches Y", "equivalence", "X - Y", paper_effect=-0.1, margin=1.0)
+    assert judge(parity, [0.1, -0.2, 0.05, 0.0, 0.1], [_run(s) for s in range(5)])["verdict"] == "holds (within ±1)"
+    assert judge(parity, [0.1, -1.9, 1.5, 0.0, 0.1], [_run(s) for s in range(5)])["verdict"] == "not shown (within ±1)"
+    harmless = Claim("harmless", "X does not hurt", "non-inferiority", "X - Y", paper_effect=0.0, margin=0.5)
+    row = judge(harmless, [-0.1, 0.0, 0.1, -0.05, 0.05], [_run(s) for s in range(5)])
+    assert row["verdict"] == "holds (does not hurt)" and row["interval"].endswith("∞)")
+    with pytest.raises(ValueError, match="states its margin"):
+        Claim("bad", "X matches Y", "equivalence", "X - Y", paper_effect=0.0)
+
+
+def test_a_geometry_value_the_untrained_plm_shares_is_the_plms_own():
+    aligned = Claim("alignment", "X aligns better", "geometry", "alignment of X", paper_effect=None)
+    row = judge(aligned, [0.110, 0.108, 0.112], [_run(s) for s in range(3)], plm_value=0.109)
+    assert row["verdict"] == "the PLM's own (within the seed spread)" and row["untrained PLM"] == 0.109
+    assert judge(aligned, [0.05, 0.06, 0.055], [_run(s) for s in range(3)], plm_value=0.12)["verdict"] == "better than the PLM"
+
+
+def test_an_encoder_within_its_spread_of_the_plm_barely_left_it():
+    runs_ = [_run(s, dev_best=v) for s, v in enumerate([48.0, 48.6, 47.9])]
+    assert left_the_plm(runs_, plm_dev=47.8) == "the encoder barely left the PLM"
+    assert left_the_plm(runs_, plm_dev=40.0) is None
