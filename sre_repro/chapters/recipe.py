@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import book, protocol
+from .. import book, protocol, runs
 from ..errors import SreError
 from ..train import train
 
@@ -97,7 +97,8 @@ def preset_check(scale: str, lr: float, steps: int, head_lrs: dict[str, float]) 
     """The scale's presets beside what the study chose (method -> chosen head_lr)."""
     from ..config import resolve
 
-    rows = {"PLM lr (every method)": (resolve(overrides={"method": "simcse", "scale": scale})["lr"], lr),
+    # supervised SimCSE keeps its paper's own rate (5e-5), which this fixed-budget study did not choose
+    rows = {"PLM lr (every unsupervised method)": (resolve(overrides={"method": "simcse", "scale": scale})["lr"], lr),
             "steps (every method)": (resolve(overrides={"method": "simcse", "scale": scale})["max_steps"], steps)}
     for method, head_lr in head_lrs.items():
         cfg = resolve(overrides={"method": method, "scale": scale})
@@ -199,6 +200,54 @@ def chosen_rule(table: pd.DataFrame) -> tuple[int, float]:
         raise SreError(f"no candidate rule keeps every run within {RULE_TOLERANCE} points of its best: widen "
                        "RULE_CANDIDATES")
     return int(ok.iloc[0]["patience"]), float(ok.iloc[0]["min_delta"])
+
+
+def study_records(scale: str, compute: bool = False, data_dir=None) -> dict[str, dict]:
+    """"method, lr x[, head_lr y]" -> the study's record, for every run of its first step and of the head_lr
+    grids (at each method's chosen lr, once its lr grid is complete): computed where missing when `compute`, else
+    only those in the store (the study is long: scripts/run_cpu_edition.py convergence fills it in the background)."""
+    from ..config import resolve
+
+    get = ((lambda o: train(o, data_dir=data_dir, allow_stale=True)) if compute else
+           (lambda o: runs.lookup(o["method"], resolve(overrides=o), allow_stale=True)))
+    found = {}
+    for overrides in study_plan(scale):
+        if (record := get(overrides)) is not None:
+            found[f"{overrides['method']}, lr {overrides['lr']:g}"] = record
+    for method in ADDED_MODULE_METHODS:
+        lr_runs = {lr: found.get(f"{method}, lr {lr:g}") for lr in STUDY_GRIDS["lrs"][scale]}
+        if not all(lr_runs.values()):
+            continue
+        lr = chosen_setting(lr_runs)
+        for head_lr in STUDY_GRIDS["head_lrs"][scale]:
+            if (record := get(study_overrides(method, scale, lr, head_lr))) is not None:
+                found[f"{method}, lr {lr:g}, head_lr {head_lr:g}"] = record
+    return found
+
+
+def study_table(records: dict[str, dict]) -> pd.DataFrame:
+    """One row per study run: its best STS-B dev, the step it was kept at, the steps it trained and why it
+    stopped (the rule, or the cap while still improving)."""
+    rows = {name: {"STS-B dev (best)": round(r["metrics"]["stsb_dev_best"], 2), "kept step": r["metrics"]["best_step"],
+                   "steps trained": r["steps"], "stopped": "the cap, still improving" if (r.get("convergence") or {}).get(
+                       "still_improving_at_cap") else "by the rule"} for name, r in records.items()}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def study_choices(records: dict[str, dict], scale: str) -> pd.DataFrame:
+    """Per method, the lr (and head_lr) its complete grid chooses on STS-B dev; "pending" while a grid is incomplete."""
+    rows = {}
+    for method in STUDY_METHODS:
+        lr_runs = {lr: records.get(f"{method}, lr {lr:g}") for lr in STUDY_GRIDS["lrs"][scale]}
+        done = sum(r is not None for r in lr_runs.values())
+        lr = chosen_setting(lr_runs) if done == len(lr_runs) else None
+        row = {"lr runs": f"{done} of {len(lr_runs)}", "chosen lr": f"{lr:g}" if lr else "pending"}
+        if method in ADDED_MODULE_METHODS:
+            heads = {h: records.get(f"{method}, lr {lr:g}, head_lr {h:g}") for h in STUDY_GRIDS["head_lrs"][scale]} if lr else {}
+            complete = bool(heads) and all(heads.values())
+            row["chosen head_lr"] = f"{chosen_setting(heads):g}" if complete else "pending"
+        rows[method] = row
+    return pd.DataFrame.from_dict(rows, orient="index").fillna("–")
 
 
 def study_plan(scale: str) -> list[dict]:
