@@ -113,6 +113,15 @@ def baselines(models: list[str], precision: str = "fp32", data_dir=None, force: 
     return out
 
 
+def plm_dev(plm: str, pooler: str, scale: str, data_dir=None, force: bool = False) -> float:
+    """The untrained PLM's STS-B dev score with `pooler`, on the dev pairs the scale's runs score (cached)."""
+    from .config import SCALE_PRESETS
+
+    record = evaluate_model(data_dir, force, model_name=plm, pooler=pooler, tasks="stsb_dev", allow_stale=True,
+                            max_pairs=SCALE_PRESETS[scale].get("eval_max_pairs", 0))
+    return record["metrics"]["stsb_dev"]
+
+
 def train_seeds(method: str, scale: str, seed_list: list[int], model_name: str = "", data_dir=None,
                 force: bool = False, allow_stale: bool = True, per_seed: dict | None = None, **overrides) -> list[dict]:
     """One cached training run per seed (`per_seed`: {seed: overrides} for what differs between seeds)."""

@@ -60,10 +60,13 @@ def left_the_plm(runs_: list[dict], plm_dev: float | None) -> str | None:
 
 
 def judge(claim: Claim, differences, runs_: list[dict] = (), engagement: dict | None = None,
-          rule: tuple[int, float] | None = None, plm_value: float | None = None) -> dict:
+          rule: tuple[int, float] | None = None, plm_value: float | None = None, tested: list[dict] = (),
+          plm_dev: float | None = None) -> dict:
     """The verdict row of `claim` from its seed-matched `differences` (method minus baseline, one per seed; for a
     geometry claim the method's values), the runs they rest on (both sides), each component's engagement
-    ({component: (engaged, why)}, protocol.engaged) and, for a geometry claim, the untrained PLM's value."""
+    ({component: (engaged, why)}, protocol.engaged) and, for a geometry claim, the untrained PLM's value. With
+    the `tested` encoder's runs and the untrained PLM's STS-B dev (same pooler), a verdict on an encoder that
+    barely left the PLM says so."""
     values = np.asarray(differences, dtype=float)
     seeds = sorted({r["seed"] for r in runs_})
     row = {"id": claim.id, "claim": claim.text, "type": claim.type + (f" (±{claim.margin:g})" if claim.margin else ""),
@@ -75,6 +78,8 @@ def judge(claim: Claim, differences, runs_: list[dict] = (), engagement: dict | 
         detectable = protocol.detectable_effect(sd, len(values))
         row["detectable"] = None if math.isnan(detectable) else round(detectable, 2)
     row["verdict"] = _word(claim, values, runs_, engagement or {}, rule, plm_value, row)
+    if note := left_the_plm(list(tested), plm_dev):
+        row["verdict"] += f"; {note}"
     return row
 
 

@@ -253,10 +253,11 @@ def _pct(value) -> str:
     return "–" if value is None else f"{100 * value:.3g}%"
 
 
-def training_table(groups: dict[str, list[dict]]) -> pd.DataFrame:
-    """Did it train, one row per run: kept step, each weighted loss term first -> kept with its share of the
-    loss at the kept step, how far each added module and the PLM moved, and the kept checkpoint's STS-B test
-    anisotropy (flagged when collapsed)."""
+def training_table(groups: dict[str, list[dict]], plm_dev: float | None = None) -> pd.DataFrame:
+    """Did it train, one row per run: kept step, (with the untrained PLM's STS-B dev, same pooler) the kept
+    checkpoint's dev gain over it, each weighted loss term first -> kept with its share of the loss at the kept
+    step, how far each added module and the PLM moved, and the kept checkpoint's STS-B test anisotropy (flagged
+    when collapsed)."""
     rows = {}
     for name, results in groups.items():
         for r in results:
@@ -264,6 +265,8 @@ def training_table(groups: dict[str, list[dict]]) -> pd.DataFrame:
             label = f"{name} (seed {r['seed']})"
             row = {"kept step": r["metrics"].get("best_step"),
                    "anisotropy": f"{r['metrics']['geometry']['anisotropy']:.3f}" + (" COLLAPSED" if collapsed(r) else "")}
+            if plm_dev is not None:
+                row["dev gain over the PLM"] = f"{r['metrics']['stsb_dev_best'] - plm_dev:+.2f}"
             if t is None:
                 rows[label] = {**row, "loss first → kept": "not recorded (older record)"}
                 continue
@@ -289,11 +292,11 @@ class Split:
         return "\n\n".join(frame.to_string() for frame in self.frames)
 
 
-def did_it_train(groups: dict[str, list[dict]], width: int = 5) -> Split:
-    """`training_table` as it fits a page: the kept step, anisotropy and loss, then the loss terms, then how far
-    each module moved, each in tables of at most `width` columns."""
-    frame = training_table(groups)
-    head = [c for c in ("kept step", "anisotropy", "loss first → kept") if c in frame]
+def did_it_train(groups: dict[str, list[dict]], plm_dev: float | None = None, width: int = 5) -> Split:
+    """`training_table` as it fits a page: the kept step, anisotropy, dev gain and loss, then the loss terms, then
+    how far each module moved, each in tables of at most `width` columns."""
+    frame = training_table(groups, plm_dev)
+    head = [c for c in ("kept step", "anisotropy", "dev gain over the PLM", "loss first → kept") if c in frame]
     terms = [c for c in frame if c.endswith("(share)")]
     moved = [c for c in frame if c not in head and c not in terms]
     parts = [head] + [cols[i:i + width] for cols in (terms, moved) for i in range(0, len(cols), width)]

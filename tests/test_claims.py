@@ -75,3 +75,5 @@ def test_an_encoder_within_its_spread_of_the_plm_barely_left_it():
     runs_ = [_run(s, dev_best=v) for s, v in enumerate([48.0, 48.6, 47.9])]
     assert left_the_plm(runs_, plm_dev=47.8) == "the encoder barely left the PLM"
     assert left_the_plm(runs_, plm_dev=40.0) is None
+    row = judge(BEATS, [1.2, 0.8, 1.5], [_run(s) for s in range(3)], {"decoder": (True, "")}, tested=runs_, plm_dev=47.8)
+    assert row["verdict"] == "holds; the encoder barely left the PLM"

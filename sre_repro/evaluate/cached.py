@@ -20,7 +20,7 @@ from ..encoder import load_encoder
 from ..train import trained_method
 from .frequency import frequency_analysis
 from .hard_subset import evaluate_hard_subset
-from .model import eval_config, evaluate_final
+from .model import eval_config, evaluate_final, stsb_dev_score
 from .retrieval import qqp_retrieval
 from .transfer import evaluate_transfer
 from .whitening import Whitening
@@ -36,6 +36,8 @@ def _encode(cfg: dict, data_dir=None):
 def _eval(cfg: dict, data_dir=None) -> dict:
     encoder = load_encoder(cfg["model_name"], cfg["pooler"])
     encode = raw = lambda s: encoder.encode(s, pooler=cfg["pooler"], precision=cfg["precision"])  # noqa: E731
+    if cfg["tasks"] == "stsb_dev":  # the model-selection score of a model as it is (a run's dev gain starts here)
+        return {"stsb_dev": stsb_dev_score(encode, data_dir, cfg["max_pairs"])}
     if cfg["whiten"]:
         corpus = unlabeled_sts(data_dir)
         table = dict(zip(corpus, raw(corpus)))  # holds every evaluated sentence: one encoding pass in all

@@ -11,7 +11,7 @@ from ..data.sts import load_split
 from ..errors import SreError
 from ..settings import POOLERS, PRECISIONS, coerce
 from .geometry import geometry
-from .sts import encode_pairs, evaluate_sts, evenly_spaced
+from .sts import encode_pairs, evaluate_stsb_dev, evaluate_sts, evenly_spaced
 
 EVAL_DEFAULTS = {"model_name": "minilm", "pooler": "avg", "whiten": False, "whiten_dim": 0,
                  "precision": "fp32", "tasks": "sts", "max_pairs": 0}  # max_pairs: per STS subset (smoke), 0: all
@@ -29,6 +29,11 @@ def eval_config(**overrides) -> dict:
     if cfg["model_name"] == "glove":
         cfg["pooler"] = "avg"  # word-vector average: the pooler does not apply
     return cfg
+
+
+def stsb_dev_score(encode, data_dir=None, max_pairs: int = 0) -> float:
+    """STS-B dev Spearman x 100 (its evenly spaced `max_pairs`, 0: all), as training scores its checkpoints."""
+    return evaluate_stsb_dev(encode, data_dir, evenly_spaced(load_split("STSBenchmark", "dev", data_dir), max_pairs))[0]
 
 
 def evaluate_final(encode, data_dir=None, tasks="sts", max_pairs: int = 0) -> dict:
