@@ -198,6 +198,7 @@ def test_a_run_from_replaced_weights_is_stale(tmp_path):
     model.mkdir()
     (model / "config.json").write_text("{}")
     save_file({"w": torch.zeros(3)}, model / "model.safetensors")
+    (model / "config.json").write_text("{}")  # a model folder (one without config.json is refused as a model)
     cfg = {"model_name": str(model), "pooler": "avg"}
     runs.save("eval", cfg, {"metrics": {}}, tmp_path / "r")
     assert runs.read("eval", cfg, tmp_path / "r")["stale"] is False
@@ -213,6 +214,7 @@ def test_a_record_of_a_local_model_without_fingerprint_is_stale(tmp_path):
     model = tmp_path / "plm"
     model.mkdir()
     save_file({"w": torch.zeros(3)}, model / "model.safetensors")
+    (model / "config.json").write_text("{}")  # a model folder (one without config.json is refused as a model)
     cfg = {"model_name": str(model), "pooler": "avg"}
     path = runs.save("eval", cfg, {"metrics": {}}, tmp_path / "r")["config_hash"]
     record = json.loads((tmp_path / "r" / "eval" / f"{path}.json").read_text())
