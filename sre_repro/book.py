@@ -53,6 +53,8 @@ def as_list(value, name: str) -> list:
             value = None
         if not isinstance(value, (list, tuple)):
             raise SreError(f"{name} must be a list such as \"[1, 2]\", got {text!r}: write the brackets")
+    if value is not None and not isinstance(value, (list, tuple)):
+        raise SreError(f"{name} must be a list such as [1, 2], got {value!r}: write -p {name} \"[{value}]\"")
     return list(value or [])
 
 

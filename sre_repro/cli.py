@@ -50,13 +50,18 @@ def cmd_train(args) -> int:
     import torch
 
     from . import distributed
-    from .config import load_yaml, parse_sets
+    from .config import load_yaml, parse_sets, resolve
     from .runs import check_named_data_dir
     from .train import train
 
     overrides = {**load_yaml(args.config), **parse_sets(args.set)}
+    if args.method and overrides.get("method", args.method) != args.method:
+        raise SreError(f"--method {args.method} contradicts method {overrides['method']!r} of the config: give one")
     if args.method:
         overrides["method"] = args.method
+    if "method" not in overrides:
+        resolve(overrides=dict(overrides))  # a bad knob is the one line to print, before this notice
+        print("sre-repro: no --method given: training simcse (the default)", file=sys.stderr)
     check_named_data_dir(args.data_dir)
     result = train(overrides, data_dir=args.data_dir, force=args.force)
     if distributed.active():  # under torchrun: rank 0 reports, for all the processes

@@ -7,6 +7,7 @@ name the key.
 from __future__ import annotations
 
 import contextlib
+import math
 import dataclasses
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -100,7 +101,14 @@ def load_yaml(path) -> dict:
     path = Path(path)
     if not path.is_file():
         raise SreError(f"config file {path} does not exist: give a YAML file of key: value lines")
-    data = yaml.safe_load(path.read_text()) or {}
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except UnicodeDecodeError:
+        raise SreError(f"config file {path} is not text: give a YAML file of key: value lines") from None
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        raise SreError(f"config file {path} is not valid YAML{f' (line {where.line + 1})' if where else ''}: "
+                       "write key: value lines") from None
     if not isinstance(data, dict):
         raise SreError(f"config file {path} must be a mapping of key: value lines")
     return data
@@ -124,7 +132,9 @@ def resolve(method: str | None = None, overrides: dict | None = None) -> dict:
     # presets that depend on another knob (slt_fai: its backbone's recipe)
     cfg.update(getattr(method_cls, "backbone_presets", lambda *_: {})(scale, overrides, dataclasses.asdict(CommonConfig()),
                                                                       SCALE_PRESETS[scale]))
-    cfg.update({k: coerce(k, v, types[k]) for k, v in overrides.items()})
+    unset_allowed = {f.name for cls in (CommonConfig, method_cls.Params) for f in fields(cls)
+                     if isinstance(f.type, str) and f.type.endswith("| None")}  # None: "as the default says"
+    cfg.update({k: None if v is None and k in unset_allowed else coerce(k, v, types[k]) for k, v in overrides.items()})
     cfg["method"], cfg["scale"] = method, scale
     # the added modules' rate and warm-up follow the PLM's unless set: the record holds the values used
     cfg["head_lr"] = cfg["lr"] if cfg["head_lr"] is None else cfg["head_lr"]
@@ -145,6 +155,13 @@ def validate(cfg: dict, method_cls) -> None:
     if cfg["batch_size"] < 1 or (method_cls.contrastive and cfg["batch_size"] < 2):
         raise SreError(f"batch_size {cfg['batch_size']} is too small: {cfg['method']} is contrastive and needs "
                        "in-batch negatives, use batch_size >= 2")
+    for key, value in cfg.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise SreError(f"parameter {key} must be a finite number, got {value}")
+    if not 0 <= cfg["seed"] < 2 ** 32:
+        raise SreError(f"seed must lie in [0, 2**32), got {cfg['seed']}")
+    if cfg["max_len"] > 512:
+        raise SreError(f"max_len {cfg['max_len']} is longer than the PLMs' 512 positions: use max_len <= 512")
     for key in ("lr", "epochs", "eval_steps"):
         if cfg[key] <= 0:
             raise SreError(f"parameter {key} must be positive, got {cfg[key]}")

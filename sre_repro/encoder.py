@@ -120,6 +120,9 @@ def resolve_model_path(name: str) -> str:
         if not path.exists():
             raise SreError(f"model path {path} does not exist: give an existing folder with config.json, "
                            f"a HF model name, or an alias ({', '.join(MODEL_ALIASES)})")
+        if path.is_dir() and not (path / "config.json").is_file():
+            raise SreError(f"model folder {path} has no config.json: give a folder saved by save_pretrained "
+                           "(or `sre-repro export`)")
         return str(path)
     return name
 

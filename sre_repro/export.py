@@ -32,7 +32,13 @@ def find_record(run: str, results_root=None) -> dict:
     if not path.is_file():
         raise SreError(f"no run record {path}: give a record file, method/config_hash, or a config hash from "
                        f"{root}")
-    record = json.loads(path.read_text())
+    try:
+        record = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError):
+        raise SreError(f"{path} is not a readable JSON record: recompute its run with `sre-repro train --force`") from None
+    if not isinstance(record, dict) or record.get("digest") != runs.content_digest(record):
+        raise SreError(f"{path} does not match its digest (edited by hand or damaged): recompute it with "
+                       "`sre-repro train --force`")
     kind = record.get("kind")
     if kind in NOT_EMBEDDING_KINDS or "config" not in record:
         raise SreError(f"{path} is a {kind!r} record, not a trained sentence encoder: export a method's run"
@@ -47,13 +53,15 @@ def export(run: str, to, results_root=None, data_dir=None) -> Path:
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Dense, Pooling, Transformer, WeightedLayerPooling
 
+    out = Path(to)
+    if out.exists() and not out.is_dir():
+        raise SreError(f"{out} is a file, not a folder: export into a new folder (--to a path that does not exist)")
+    if out.exists() and any(out.iterdir()):
+        raise SreError(f"{out} is not empty: export into a new folder")
     record = find_record(run, results_root)
     cfg = record["config"]
     method = trained_method(cfg, device="cpu", data_dir=data_dir)
     encoder, pooler = method.encoder, cfg["eval_pooler"]
-    out = Path(to)
-    if out.exists() and any(out.iterdir()):
-        raise SreError(f"{out} is not empty: export into a new folder")
     out.mkdir(parents=True, exist_ok=True)
     encoder.model.save_pretrained(out)
     encoder.tokenizer.save_pretrained(out)

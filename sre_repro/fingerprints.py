@@ -272,6 +272,7 @@ def accept(variants: list[str] | None = None, root=None, data_dir=None, workers:
         todo = [v for v, f in marks.items() if f is None and v in wanted and record.get("source_tree") == tree]
         if todo:
             record["fingerprints"] = {**marks, **{v: runs.committed_fingerprint(v, root) for v in todo}}
+            record["digest"] = runs.content_digest(record)
             runs.write_json_atomic(path, record)
     if not {v for v in state["changed"] if v not in wanted}:
         write_stamp(state["tree"], root)

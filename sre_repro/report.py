@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from . import runs
+from . import protocol, runs
 from .data.sts import STS_TASKS
 from .plots import GOLD_GROUPS, gold_level
 
@@ -39,6 +39,10 @@ def paper_effect(result: dict, paper_gain: float | None, seeds) -> dict:
     our mean difference and interval rest on. Effects compare across PLMs where absolute numbers do not."""
     head = {"claim": result["claim"], "paper effect": None if paper_gain is None else round(float(paper_gain), 2)}
     rest = {k: v for k, v in result.items() if k != "claim"}
+    # a "not shown" whose seeds could not have detected the paper's effect says so (protocol.power_word)
+    if str(rest.get("verdict", "")).startswith("not shown") and protocol.power_word(
+            paper_gain, rest.get("detectable") or float("nan")):
+        rest["verdict"] = f"underpowered at this scale (the paper's effect is below the {rest['detectable']} points these seeds detect)"
     return {**head, **rest, "seeds": ", ".join(map(str, seeds))}
 
 
@@ -118,9 +122,11 @@ def verdict(differences, claim: str, confidence: float = 0.95, negligible: float
         word = "reversed at this scale"
     else:
         word = "not shown at this scale (interval includes 0)"
+    sd = float(np.std(differences, ddof=1)) if len(differences) > 1 else float("nan")
+    detectable = protocol.detectable_effect(sd, len(differences))
     return {"claim": claim, "mean difference": round(mean, 2),
             f"{int(confidence * 100)}% interval": f"[{low:.2f}, {high:.2f}]", "n seeds": len(differences),
-            "verdict": word}
+            "detectable": None if np.isnan(detectable) else round(detectable, 2), "verdict": word}
 
 
 def variance_verdict(base, variant, claim: str, level: float = 0.05) -> dict:

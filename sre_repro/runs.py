@@ -11,11 +11,13 @@ and a file that does not parse is treated as missing and recomputed.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
 import platform
+import sys
 import subprocess
 import tempfile
 import time
@@ -25,9 +27,10 @@ from .errors import SreError
 from .methods import get_method
 from .settings import PACKAGE, REPO_ROOT, results_dir, work_dir  # noqa: F401  (results_dir, work_dir: the store's places)
 
-SCHEMA = 5  # 2: full configs hashed as they are (no neutral knobs left out), derived records keyed without run_code;
+SCHEMA = 6  # 2: full configs hashed as they are (no neutral knobs left out), derived records keyed without run_code;
            # 3: the knob `packed` (sre_repro/packing.py); 4: the stopping rule's `patience` and `min_delta`;
-           # 5: SimCSE's `dropout` and `fixed_mask` (its Table 3, the positive controls)
+           # 5: SimCSE's `dropout` and `fixed_mask` (its Table 3, the positive controls);
+           # 6: every record carries the digest of its own content (`content_digest`), checked on every read
 # What a probe shrinks (sre_repro/fingerprints.py): a variant is its config without these
 SIZE_KNOBS = ("seed", "scale", "max_steps", "epochs", "batch_size", "max_train_examples", "eval_steps",
               "checkpoint_steps", "eval_max_pairs", "device", "world_size", "patience", "min_delta")
@@ -156,17 +159,42 @@ def is_stale(record: dict, root=None) -> bool:
     return bool(stale_reasons(record, root))
 
 
+def content_digest(record: dict) -> str:
+    """The digest of a record's content (all but its digest), as JSON writes it: a record edited by hand or
+    damaged on disk no longer matches it."""
+    body = {k: v for k, v in record.items() if k not in ("digest", "stale")}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def set_aside(path: Path, why: str) -> None:
+    """Move a record that may not be served out of the store's way (never deleted), saying so on one line."""
+    aside = path.with_name(f"{path.name}.{time.strftime('%Y%m%dT%H%M%S')}.set-aside")
+    path.replace(aside)
+    print(f"sre-repro: record {path} {why}: set aside as {aside.name}; it will be recomputed", file=sys.stderr)
+
+
 def read(kind: str, cfg: dict, root=None) -> dict | None:
-    """The stored result for this config, or None if absent or unreadable. Sets result['stale']."""
+    """The stored result for this config, or None if absent. Sets result['stale']. A record that cannot be
+    parsed or does not match its digest is set aside, with one line saying so (its run is then recomputed)."""
     path = run_path(kind, cfg, root)
     if log := os.environ.get("SRE_REPRO_READ_LOG"):  # which records the book reads (scripts/unread_results.py)
         with open(log, "a") as f:
             f.write(f"{path.resolve()}\n")
     try:
-        result = json.loads(path.read_text())
-        if result.get("config") != json.loads(json.dumps(cfg)):
-            return None
-    except (OSError, ValueError):
+        text = path.read_text()
+    except OSError:
+        return None
+    try:
+        result = json.loads(text)
+        assert isinstance(result, dict)
+    except (ValueError, AssertionError):
+        set_aside(path, "is not a readable JSON record")
+        return None
+    if result.get("config") != json.loads(json.dumps(cfg)):
+        return None
+    if result.get("digest") != content_digest(result):
+        set_aside(path, "does not match its digest (edited by hand or damaged)" if "digest" in result else
+                  "has no digest (older than schema 6: `python -m sre_repro records migrate` adds them)")
         return None
     result["stale"] = is_stale(result, root)
     return result
@@ -198,6 +226,31 @@ def lookup(kind: str, cfg: dict, root=None, force: bool = False, allow_stale: bo
     return result
 
 
+@contextlib.contextmanager
+def run_lock(kind: str, cfg: dict, work_root=None):
+    """Hold the run's lock (work/locks/<kind>-<id>.lock) while computing it: a second process asking for the same
+    run waits, saying which process holds it, and then finds the first one's record (one computation, one record)."""
+    import fcntl
+
+    path = work_dir(work_root) / "locks" / f"{kind}-{config_hash(cfg)}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            print(f"sre-repro: waiting for process {handle.read().strip() or '?'}, which is computing this run "
+                  f"({path.name})", file=sys.stderr)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.truncate(0)
+        handle.write(str(os.getpid()))
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def provenance() -> dict:
     import torch
     import transformers
@@ -221,6 +274,8 @@ def save(kind: str, cfg: dict, result: dict, root=None) -> dict:
               "source_tree": source_tree(), "model_fingerprint": model_fingerprint(cfg.get("model_name")),
               **provenance()}
     record.pop("stale", None)
+    record = json.loads(json.dumps(record))  # as the file will hold it (tuples become lists)
+    record["digest"] = content_digest(record)
     write_json_atomic(run_path(kind, cfg, root), record)
     # hand back what a later read returns (tuples become lists), so a fresh run equals its cached self
     return {**json.loads(json.dumps(record)), "stale": False}
@@ -296,6 +351,7 @@ def migrate_store(root=None) -> list[str]:
             new_id = dict(zip(old_variants, variants(kind, record["config"])))
             record["fingerprints"] = {new_id[v]: f for v, f in record["fingerprints"].items()}
         record.update(schema=SCHEMA, config_hash=config_hash(record["config"]))
+        record["digest"] = content_digest(record)
         target = run_path(kind, record["config"], root)
         write_json_atomic(target, record)
         if target != path:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import random
 import shutil
 import sys
@@ -48,9 +49,21 @@ def seed_everything(seed: int) -> None:
 
 
 def _save_torch_atomic(obj, path: Path) -> None:
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # this process's own: no two writers share a name
     torch.save(obj, tmp)
     tmp.replace(path)
+
+
+def _load_checkpoint(path: Path) -> dict | None:
+    """A resumable checkpoint, or None (set aside, said on one line) when it cannot be read."""
+    try:
+        return torch.load(path, weights_only=False)
+    except Exception:  # a truncated or foreign file: torch raises several kinds
+        aside = path.with_name(f"{path.name}.{time.strftime('%Y%m%dT%H%M%S')}.set-aside")
+        path.replace(aside)
+        print(f"sre-repro: checkpoint {path} is unreadable: set aside as {aside.name}; starting the run afresh",
+              file=sys.stderr)
+        return None
 
 
 def digest(value) -> str:
@@ -103,6 +116,15 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
     cached = runs.lookup(kind, cfg, results_root, force=force, allow_stale=allow_stale)
     if cached is not None:
         return cached
+    if world > 1:  # the processes of one data-parallel run are that run: no lock between them
+        return _compute(cfg, device, data_dir, work_root, force, results_root, trace, interrupt_at_step)
+    with runs.run_lock(kind, cfg, work_root):
+        # another process may have computed it while this one waited (force: it asked for its own computation)
+        cached = None if force else runs.lookup(kind, cfg, results_root, allow_stale=allow_stale)
+        return cached or _compute(cfg, device, data_dir, work_root, force, results_root, trace, interrupt_at_step)
+
+
+def _compute(cfg, device, data_dir, work_root, force, results_root, trace, interrupt_at_step) -> dict:
     run = _setup(cfg, device, data_dir, work_root, force)
     _loop(run, trace, interrupt_at_step)
     return _finish(run, results_root)
@@ -159,7 +181,7 @@ def _setup(cfg: dict, device: str, data_dir, work_root, force: bool) -> _Run:
                       "first_terms": {}, "interval_terms": {}, "interval_steps": 0})
     run.work.mkdir(parents=True, exist_ok=True)
     last = run.work / "last.pt"
-    ckpt = torch.load(last, weights_only=False) if last.exists() and not force else None
+    ckpt = _load_checkpoint(last) if last.exists() and not force else None
     if ckpt is not None and ckpt.get("origin") != run.origin:
         print(f"{kind}: checkpoint {last} was made by other code or weights; starting afresh")
         ckpt = None

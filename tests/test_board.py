@@ -4,8 +4,9 @@ import html
 import re
 
 import numpy as np
+import pytest
 
-from sre_repro import claims, report
+from sre_repro import claims, protocol, report
 from sre_repro.chapters import board
 from sre_repro.chapters import simcse as simcse_chapter
 
@@ -29,7 +30,9 @@ def test_board_lists_the_rows_a_chapter_wrote_and_marks_the_rest_not_yet_run():
     assert all((frame["chapter"] == c).sum() == 1 for c in undeclared)
     counts = board.summary(frame)
     assert counts["claims"] == len(frame) == sum(n for word, n in counts.items() if word != "claims")
-    assert counts["holds"] == 1 and counts["not shown"] == 1  # "holds at this scale" (F-test), "not shown at ..."
+    # the F-test holds; [1, 2, 3] spans 0, and three seeds of sd 1 detect only ~4.3 points > the paper's 1.52
+    assert counts["holds"] == 1 and counts["underpowered"] == 1
+    assert sarcse.iloc[0]["detectable"] == pytest.approx(protocol.detectable_effect(1.0, 3), abs=0.005)
 
 
 def test_a_declared_claims_row_replaces_its_not_yet_run_line():

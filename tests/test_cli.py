@@ -87,3 +87,46 @@ def test_a_nonexistent_data_dir_is_an_error_even_on_a_cache_hit(tmp_path):
     cached = cli("eval", "--model", "minilm", "--pooler", "avg", "--tasks", "sts", "--format", "json",
                  env={"SRE_REPRO_RESULTS": str(REPO_ROOT / "results"), "SRE_REPRO_DATA": str(tmp_path / "typo")})
     assert cached.returncode == 2 and "(" + "$SRE_REPRO_DATA) does not exist" in cached.stderr
+
+
+def _files(tmp_path):
+    """The bad files the cases below name: a malformed and a binary YAML, NaN in YAML, a conflicting method, an
+    empty model folder, a truncated and a hand-edited record (copies of a committed one), a plain file."""
+    record = sorted((REPO_ROOT / "results" / "simcse").glob("*.json"))[0].read_text()
+    edited = json.loads(record)
+    edited["metrics"]["sts"]["avg"] = 99.9
+    files = {"bad.yaml": "lr: [1, 2\nmethod: simcse\n", "nan.yaml": "lr: .nan\n", "byop.yaml": "method: byop\n",
+             "truncated.json": record[:100], "edited.json": json.dumps(edited), "plain.txt": "x"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "binary.yaml").write_bytes(b"\xff\xfe\x00\x81binary")
+    (tmp_path / "empty_model").mkdir()
+    return tmp_path
+
+
+@pytest.mark.parametrize("args,message", [
+    (["train", "--set", "scale=smoke", "--set", "lr=nan"], "parameter lr must be a finite number, got nan"),
+    (["train", "--set", "scale=smoke", "--set", "seed=-3"], "seed must lie in [0, 2**32), got -3"),
+    (["train", "--set", "scale=smoke", "--set", "seed=99999999999"], "seed must lie in [0, 2**32)"),
+    (["train", "--set", "scale=smoke", "--set", "max_len=100000"], "longer than the PLMs' 512 positions"),
+    (["train", "--config", "{tmp}/bad.yaml"], "is not valid YAML (line 2)"),
+    (["train", "--config", "{tmp}/binary.yaml"], "is not text"),
+    (["train", "--config", "{tmp}/nan.yaml", "--set", "scale=smoke"], "parameter lr must be a finite number"),
+    (["train", "--config", "{tmp}/byop.yaml", "--method", "simcse"], "--method simcse contradicts method 'byop'"),
+    (["train", "--config", "{tmp}/missing.yaml"], "does not exist"),
+    (["eval", "--model", "{tmp}/empty_model"], "has no config.json"),
+    (["eval", "--model", "glove", "--pooler", "cls"], "pooler 'cls' does not apply"),
+    (["export", "{tmp}/truncated.json", "--to", "{tmp}/out"], "is not a readable JSON record"),
+    (["export", "{tmp}/edited.json", "--to", "{tmp}/out"], "does not match its digest"),
+    (["export", "simcse/0e31b568a0089c7a", "--to", "{tmp}/plain.txt"], "is a file, not a folder"),
+])
+def test_more_bad_input_is_one_line_and_exit_2(args, message, tmp_path, capsys):
+    """In-process (no interpreter start per case): the one line, exit 2, and no committed record touched."""
+    from sre_repro.cli import main
+
+    tmp = _files(tmp_path)
+    before = {p: p.stat().st_mtime_ns for p in (REPO_ROOT / "results").rglob("*.json")}
+    assert main([a.replace("{tmp}", str(tmp)) for a in args]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sre-repro: error:") and message in lines[0], lines
+    assert {p: p.stat().st_mtime_ns for p in (REPO_ROOT / "results").rglob("*.json")} == before

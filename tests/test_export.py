@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from transformers import AutoModel
 
+from sre_repro import runs
 from sre_repro.cli import main
 from sre_repro.errors import SreError
 from sre_repro.export import export
@@ -36,11 +37,12 @@ def test_export_refuses_what_it_cannot_export(tmp_path, capsys):
     with pytest.raises(SreError, match="no run record"):
         export("simcse/0000000000000000", tmp_path / "x", results_root=tmp_path)
     (tmp_path / "eval").mkdir()
-    (tmp_path / "eval" / "abc.json").write_text(json.dumps({"kind": "eval", "config": {}}))
+    signed = lambda record: json.dumps({**record, "digest": runs.content_digest(record)})  # noqa: E731
+    (tmp_path / "eval" / "abc.json").write_text(signed({"kind": "eval", "config": {}}))
     with pytest.raises(SreError, match="not a trained sentence encoder"):
         export("abc", tmp_path / "x", results_root=tmp_path)
     (tmp_path / "simcse").mkdir()
-    (tmp_path / "simcse" / "old.json").write_text(json.dumps({"kind": "simcse", "config": {}, "fingerprints": {"simcse-x": "0"}}))
+    (tmp_path / "simcse" / "old.json").write_text(signed({"kind": "simcse", "config": {}, "fingerprints": {"simcse-x": "0"}}))
     with pytest.raises(SreError, match="is stale .*simcse-x: fingerprint 0 is now None.*rerun it"):
         export("simcse/old", tmp_path / "x", results_root=tmp_path)
     assert main(["export", str(tmp_path / "simcse" / "old.json"), "--to", str(tmp_path / "x")]) == 2

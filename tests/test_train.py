@@ -56,6 +56,16 @@ def test_interrupted_run_resumes_to_identical_numbers(smoke_run, tmp_path):
     assert before > 0 and resumed["wall_seconds"] >= before + (time.time() - started) * 0.5
 
 
+def test_an_unreadable_checkpoint_is_set_aside_and_the_run_starts_afresh(smoke_run, tmp_path, capsys):
+    kwargs = dict(results_root=tmp_path / "r", work_root=tmp_path / "w")
+    with pytest.raises(Interrupted):
+        train({**SMOKE, "checkpoint_steps": 2}, interrupt_at_step=4, **kwargs)
+    (work,) = (tmp_path / "w" / "simcse").iterdir()
+    (work / "last.pt").write_bytes((work / "last.pt").read_bytes()[:1000])  # truncated, as after a full disk
+    assert _numbers(train({**SMOKE, "checkpoint_steps": 2}, **kwargs)) == _numbers(smoke_run)
+    assert "is unreadable: set aside as" in capsys.readouterr().err and list(work.glob("last.pt.*.set-aside"))
+
+
 def test_cache_hit_and_force(tmp_path, monkeypatch):
     kwargs = dict(results_root=tmp_path / "r", work_root=tmp_path / "w")
     first = train(SMOKE, **kwargs)
@@ -65,14 +75,42 @@ def test_cache_hit_and_force(tmp_path, monkeypatch):
         train(SMOKE, force=True, **kwargs)
 
 
-def test_corrupt_result_file_is_recomputed(tmp_path):
+def test_a_corrupt_or_hand_edited_record_is_set_aside_said_and_recomputed(tmp_path, capsys):
     kwargs = dict(results_root=tmp_path / "r", work_root=tmp_path / "w")
     first = train(SMOKE, **kwargs)
     path = runs.run_path("simcse", first["config"], tmp_path / "r")
-    path.write_text(path.read_text()[:100])
+    path.write_text(path.read_text()[:100])  # truncated
     assert runs.read("simcse", first["config"], tmp_path / "r") is None
+    assert "is not a readable JSON record: set aside as" in capsys.readouterr().err
     assert train(SMOKE, **kwargs)["metrics"]["sts"] == first["metrics"]["sts"]
-    json.loads(path.read_text())
+    edited = json.loads(path.read_text())
+    assert edited["digest"] == runs.content_digest(edited)
+    edited["metrics"]["sts"]["avg"] = 99.9  # by hand: the digest no longer matches
+    path.write_text(json.dumps(edited))
+    assert runs.read("simcse", first["config"], tmp_path / "r") is None
+    assert "does not match its digest (edited by hand or damaged): set aside as" in capsys.readouterr().err
+    assert train(SMOKE, **kwargs)["metrics"]["sts"]["avg"] == first["metrics"]["sts"]["avg"] != 99.9
+    assert len(list(path.parent.glob("*.set-aside"))) == 2 and len(list(path.parent.glob("*.json"))) == 1
+
+
+def test_two_identical_runs_at_once_compute_once(tmp_path):
+    """The second process waits for the first's lock, then serves its record: one computation, one record."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SRE_REPRO_RESULTS": str(tmp_path / "r"), "SRE_REPRO_WORK": str(tmp_path / "w"),
+           "OMP_NUM_THREADS": "1"}
+    args = [sys.executable, "-m", "sre_repro", "train", "--set", "scale=smoke", "--set", "max_steps=12",
+            "--set", "eval_steps=6", "--format", "json"]
+    procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)]
+    time.sleep(4)  # the first holds the lock by now
+    procs.append(subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
+    assert "waiting for process" in outs[1][1]
+    assert outs[0][0].strip().splitlines()[-1] == outs[1][0].strip().splitlines()[-1]  # the same scores
+    assert len(list((tmp_path / "r" / "simcse").glob("*.json"))) == 1
+    assert not list((tmp_path / "w").rglob("*.tmp"))
 
 
 def test_interrupted_write_keeps_the_old_file(tmp_path, monkeypatch):
@@ -160,6 +198,7 @@ def test_a_run_from_replaced_weights_is_stale(tmp_path):
     model.mkdir()
     (model / "config.json").write_text("{}")
     save_file({"w": torch.zeros(3)}, model / "model.safetensors")
+    (model / "config.json").write_text("{}")  # a model folder (one without config.json is refused as a model)
     cfg = {"model_name": str(model), "pooler": "avg"}
     runs.save("eval", cfg, {"metrics": {}}, tmp_path / "r")
     assert runs.read("eval", cfg, tmp_path / "r")["stale"] is False
@@ -175,6 +214,7 @@ def test_a_record_of_a_local_model_without_fingerprint_is_stale(tmp_path):
     model = tmp_path / "plm"
     model.mkdir()
     save_file({"w": torch.zeros(3)}, model / "model.safetensors")
+    (model / "config.json").write_text("{}")  # a model folder (one without config.json is refused as a model)
     cfg = {"model_name": str(model), "pooler": "avg"}
     path = runs.save("eval", cfg, {"metrics": {}}, tmp_path / "r")["config_hash"]
     record = json.loads((tmp_path / "r" / "eval" / f"{path}.json").read_text())

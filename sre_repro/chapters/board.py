@@ -119,6 +119,14 @@ def effects(frame: pd.DataFrame) -> pd.DataFrame:
     return out[out["ours"].notna() & frame["type"].ne("geometry").to_numpy()].reset_index(drop=True)
 
 
+def simcse_scale(frame: pd.DataFrame) -> pd.DataFrame:
+    """Chapter 01's SimCSE gains, ours beside the paper's and their ratio: a rough scale for reading how large an
+    effect this edition can be expected to show (a claim's paper effect times about this ratio)."""
+    simcse = frame[(frame["chapter"] == "01_simcse") & frame["ours"].notna()].set_index("claim")
+    table = simcse[["paper effect", "ours"]].assign(**{"ours / paper": (simcse["ours"] / simcse["paper effect"]).round(2)})
+    return table.astype(object).where(table.notna(), "–")
+
+
 def summary(frame: pd.DataFrame) -> dict[str, int]:
     """How many claims the board lists, and how many fall under each verdict word (they add up to the total)."""
     counts = frame["verdict"].map(category).value_counts()

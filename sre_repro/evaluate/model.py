@@ -27,7 +27,8 @@ def eval_config(**overrides) -> dict:
     if cfg["precision"] not in PRECISIONS:
         raise SreError(f"unknown precision {cfg['precision']!r}: choose from {', '.join(PRECISIONS)}")
     if cfg["model_name"] == "glove":
-        cfg["pooler"] = "avg"  # word-vector average: the pooler does not apply
+        if cfg["pooler"] != "avg":
+            raise SreError(f"glove averages word vectors: pooler {cfg['pooler']!r} does not apply (leave it out)")
     return cfg
 
 
