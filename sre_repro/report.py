@@ -56,10 +56,14 @@ def save_verdicts(chapter: str, scale: str, *tables: list[dict], root=None) -> N
 VERDICT_COLUMNS = ["claim", "type", "paper effect", "ours", "interval", "detectable", "verdict", "seeds"]
 
 
+def dashed(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame as the book shows it: "–" where a cell has no value (never NaN or None)."""
+    return frame.astype(object).where(frame.notna(), "–")
+
+
 def verdict_frame(rows: list[dict]) -> pd.DataFrame:
     """Verdict rows (claims.judge) as a chapter shows them: one row per claim id, "–" where a row has no value."""
-    frame = pd.DataFrame(rows).set_index("id").reindex(columns=VERDICT_COLUMNS)
-    return frame.astype(object).where(frame.notna(), "–")
+    return dashed(pd.DataFrame(rows).set_index("id").reindex(columns=VERDICT_COLUMNS))
 
 
 def transfer_table(results: dict[str, dict]) -> pd.DataFrame:

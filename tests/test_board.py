@@ -73,7 +73,7 @@ def test_the_audit_names_rows_without_a_type_an_unknown_word_or_a_thin_headline(
     thin = {**good, "id": "h", "headline": True, "verdict": "holds"}
     odd = {**good, "id": "o", "verdict": "probably fine"}
     assert board.audit([old, thin, odd]) == ["A beats B: no claim type or detectable effect (judge it with claims.judge)",
-                                             "h: a headline verdict on 3 seeds (needs 5)",
+                                             "h: a headline verdict on 3 seeds (needs 5; a row saved by older code: rerun the chapter)",
                                              "o: verdict 'probably fine' is none of the board's words"]
     headline = simcse_chapter.CLAIMS["simcse_beats_raw_cls"]
     assert claims.judge(headline, [40.0, 41.0, 42.0], []).get("verdict") == \

@@ -108,7 +108,7 @@ def test_the_study_picks_on_dev_and_prefers_the_cheaper_on_ties():
     # a longer setting that scores higher is shown but not chosen when it is over the edition's step budget
     grid = {(3e-5, 100): run(60.0), (1e-4, 100): run(62.1), (1e-4, 300): run(62.5)}
     assert recipe.chosen_plm(grid) == (1e-4, 300) and recipe.chosen_plm(grid, max_steps=100) == (1e-4, 100)
-    assert recipe.chosen_head_lr({1e-4: run(50.0), 1e-3: run(51.0), 1e-2: run(51.0)}) == 1e-3
+    assert recipe.chosen_setting({1e-4: run(50.0), 1e-3: run(51.0), 1e-2: run(51.0)}) == 1e-3
 
 
 def test_the_cpu_presets_equal_what_the_committed_study_chose():
@@ -125,7 +125,7 @@ def test_the_cpu_presets_equal_what_the_committed_study_chose():
                  for h, o in recipe.head_settings(method, "cpu", lr, steps).items()}
         assert all(heads.values()), f"results/ lacks the {method} head_lr study runs"
         cfg = resolve(overrides={"method": method, "scale": "cpu"})
-        assert (cfg["lr"], cfg["max_steps"], cfg["head_lr"]) == (lr, steps, recipe.chosen_head_lr(heads))
+        assert (cfg["lr"], cfg["max_steps"], cfg["head_lr"]) == (lr, steps, recipe.chosen_setting(heads))
 
 
 def test_a_schema_2_record_keeps_its_fingerprint_under_its_schema_3_name(tmp_path):
@@ -168,3 +168,19 @@ def test_the_convergence_study_applies_each_candidate_rule_to_the_curves_prefix(
     assert overrides["head_lr"] == recipe.PRIOR_HEAD_LR["cpu"]["sarcse"] and overrides["patience"] == 10
     assert "head_lr" not in recipe.study_overrides("simcse", "cpu", 3e-5)
     assert recipe.chosen_setting({1e-4: run, 3e-5: {"metrics": {"stsb_dev_best": 57.0}}}) == 3e-5  # ties: smaller
+
+
+def test_the_appendix_tables_keep_their_own_columns():
+    """The fixed-budget grid's table (loss, movement, test average) and the convergence study's (flag) are distinct."""
+    from sre_repro.chapters import recipe
+    record = {"metrics": {"stsb_dev_best": 61.234, "best_step": 40, "geometry": {"anisotropy": 0.51234},
+                          "sts": {"avg": 55.555}}, "steps": 100,
+              "training": {"loss_first": 2.0, "loss_kept": 0.5, "moved": {"plm": 0.0123}},
+              "convergence": {"flag": "still improving at the cap"}}
+    grid = recipe.study_table({"a": record})
+    assert list(grid.columns) == ["STS-B dev (kept)", "kept step", "of steps", "loss first → kept", "moved: plm",
+                                  "anisotropy (STS-B test)", "avg STS test (not used to choose)"]
+    assert grid.loc["a", "loss first → kept"] == "2 → 0.5" and grid.loc["a", "moved: plm"] == "1.23%"
+    study = recipe.convergence_table({"a": record, "b": {**record, "convergence": {"flag": None}}})
+    assert list(study.columns) == ["STS-B dev (best)", "kept step", "steps trained", "flag"]
+    assert list(study["flag"]) == ["still improving at the cap", "–"] and study.loc["a", "STS-B dev (best)"] == 61.23

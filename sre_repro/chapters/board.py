@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .. import runs
+from ..report import dashed
 
 # chapter notebook -> (the paper whose claims it judges, its plan module), in the book's order
 CHAPTERS = {"00b_stand_in_plm": "SimCSE (on the stand-in PLM)", "01_simcse": "SimCSE", "sarcse": "SARCSE", "byop": "BYOP",
@@ -100,7 +101,7 @@ def board(scale: str, root=None) -> pd.DataFrame:
 def as_html(frame: pd.DataFrame) -> str:
     """The board as an HTML table, "–" for what a row lacks; each paper's name links to its chapter's verdict
     section, and the paper's headline claim is in bold."""
-    shown = frame.astype(object).where(frame.notna(), "–")
+    shown = dashed(frame)
     shown = shown.map(lambda v: f"{v:.2f}" if isinstance(v, float) else html.escape(str(v)))
     shown["paper"] = [f'<a href="{c}.html#{SECTION}">{html.escape(p)}</a>' for p, c in zip(frame["paper"], frame["chapter"])]
     shown["claim"] = [f"<b>{c}</b>" if h is True else c for c, h in zip(shown["claim"], frame["headline"])]
@@ -124,7 +125,7 @@ def simcse_scale(frame: pd.DataFrame) -> pd.DataFrame:
     effect this edition can be expected to show (a claim's paper effect times about this ratio)."""
     simcse = frame[(frame["chapter"] == "01_simcse") & frame["ours"].notna()].set_index("claim")
     table = simcse[["paper effect", "ours"]].assign(**{"ours / paper": (simcse["ours"] / simcse["paper effect"]).round(2)})
-    return table.astype(object).where(table.notna(), "–")
+    return dashed(table)
 
 
 def summary(frame: pd.DataFrame) -> dict[str, int]:
@@ -149,8 +150,8 @@ def landing_lines(frame: pd.DataFrame) -> str:
 def audit(rows: list[dict]) -> list[str]:
     """What is wrong with a chapter's declared verdict rows (empty: nothing): each row names its claim type and
     the effect its seeds detect, uses a word of WORDS, and a verdict on a headline claim rests on at least
-    claims.HEADLINE_SEEDS seeds. (That no verdict rests on a flagged run or an idle component, claims.judge
-    guarantees: it issues none.)"""
+    claims.HEADLINE_SEEDS seeds. claims.judge issues no such verdict (nor one on a flagged run or an idle
+    component); the headline check is here for saved rows that older code wrote."""
     from ..claims import HEADLINE_SEEDS
 
     problems = []
@@ -162,5 +163,6 @@ def audit(rows: list[dict]) -> list[str]:
         if not str(row["verdict"]).startswith(word) and word != "better or worse than the PLM":
             problems.append(f"{name}: verdict {row['verdict']!r} is none of the board's words")
         if row.get("headline") and word in ("holds", "reversed", "not shown", "underpowered") and row["n seeds"] < HEADLINE_SEEDS:
-            problems.append(f"{name}: a headline verdict on {row['n seeds']} seeds (needs {HEADLINE_SEEDS})")
+            problems.append(f"{name}: a headline verdict on {row['n seeds']} seeds (needs {HEADLINE_SEEDS}; a row "
+                            "saved by older code: rerun the chapter)")
     return problems

@@ -72,9 +72,9 @@ def head_runs(method: str, scale: str, lr: float, steps: int, model_name: str = 
             for head_lr, overrides in head_settings(method, scale, lr, steps, model_name).items()}
 
 
-def chosen_head_lr(runs: dict[float, dict]) -> float:
-    """The head_lr whose run scored best on STS-B dev; ties keep the smaller."""
-    return max(runs, key=lambda h: (runs[h]["metrics"]["stsb_dev_best"], -h))
+def chosen_setting(runs: dict[float, dict]) -> float:
+    """The setting (lr or head_lr) whose run scored best on STS-B dev; ties keep the smaller."""
+    return max(runs, key=lambda key: (runs[key]["metrics"]["stsb_dev_best"], -key))
 
 
 def study_table(runs: dict[str, dict]) -> pd.DataFrame:
@@ -162,11 +162,6 @@ def study_head_runs(method: str, scale: str, lr: float, model_name: str = "", da
                      allow_stale=allow_stale) for h in STUDY_GRIDS["head_lrs"][scale]}
 
 
-def chosen_setting(runs: dict[float, dict]) -> float:
-    """The setting (lr or head_lr) whose run scored best on STS-B dev; ties keep the smaller."""
-    return max(runs, key=lambda key: (runs[key]["metrics"]["stsb_dev_best"], -key))
-
-
 def rule_outcome(curve: list[dict], patience: int, min_delta: float, metric: str = "stsb_dev") -> tuple[int, float]:
     """(the step where a run with this dev curve would stop under the rule, the best dev it would keep): the
     rule applied to the curve's first evaluations, as the trainer applies it while training."""
@@ -225,12 +220,12 @@ def study_records(scale: str, compute: bool = False, data_dir=None) -> dict[str,
     return found
 
 
-def study_table(records: dict[str, dict]) -> pd.DataFrame:
-    """One row per study run: its best STS-B dev, the step it was kept at, the steps it trained and why it
-    stopped (the rule, or the cap while still improving)."""
+def convergence_table(records: dict[str, dict]) -> pd.DataFrame:
+    """One row per convergence-study run: its best STS-B dev, the step it was kept at, the steps it trained and
+    its flag (still improving at the cap, or kept its first evaluation), if any."""
     rows = {name: {"STS-B dev (best)": round(r["metrics"]["stsb_dev_best"], 2), "kept step": r["metrics"]["best_step"],
-                   "steps trained": r["steps"], "stopped": "the cap, still improving" if (r.get("convergence") or {}).get(
-                       "still_improving_at_cap") else "by the rule"} for name, r in records.items()}
+                   "steps trained": r["steps"], "flag": (r.get("convergence") or {}).get("flag") or "–"}
+            for name, r in records.items()}
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
