@@ -8,7 +8,7 @@ NOTEBOOKS := 00_baselines 00b_stand_in_plm 01_simcse cpu_recipe sarcse byop pt_b
 export HF_HUB_OFFLINE ?= 1
 export SRE_REPRO_PROGRESS ?= 0
 
-.PHONY: venv data book notebooks html test browser bench clean mathjax
+.PHONY: venv data book notebooks html test browser bench clean clean-all mathjax
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -61,5 +61,9 @@ test: venv data browser mathjax
 bench: venv data
 	$(PY) -m sre_repro bench --out results/benchmark.json
 
+# clean keeps work/'s training checkpoints and kept weights (hours of CPU at `cpu`); clean-all removes them too
 clean:
-	rm -rf _build book/executed work _vendor/mathjax
+	rm -rf _build book/executed work/executed work/probes work/mathjax _vendor/mathjax
+
+clean-all: clean
+	rm -rf work

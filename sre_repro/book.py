@@ -8,6 +8,8 @@ internet for the weights).
 from __future__ import annotations
 
 import ast
+import types
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -16,6 +18,7 @@ from .errors import SreError
 from .evaluate.cached import evaluate_model
 from .report import sts_row
 from .runs import check_named_data_dir
+from .settings import REPO_ROOT
 from .train import train
 
 # plms: the PLMs each method trains from; also_evaluated: models shown in the baselines chapter only.
@@ -56,6 +59,30 @@ def as_list(value, name: str) -> list:
     if value is not None and not isinstance(value, (list, tuple)):
         raise SreError(f"{name} must be a list such as [1, 2], got {value!r}: write -p {name} \"[{value}]\"")
     return list(value or [])
+
+
+IPYTHON_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
+
+
+@lru_cache(maxsize=None)
+def notebook_parameters(notebook: str) -> tuple[str, ...]:
+    """The parameters a chapter's notebook declares (its cell tagged `parameters`, as papermill reads it)."""
+    import papermill
+
+    return tuple(papermill.inspect_notebook(str(REPO_ROOT / "notebooks" / f"{notebook}.ipynb")))
+
+
+def check_parameters(notebook: str, namespace: dict) -> None:
+    """Stop a chapter given a parameter it does not declare (papermill only warns, and a typo such as
+    `-p scal smoke` would run the whole chapter at its default scale). Call it first thing after the imports:
+    any plain value in the namespace then is a declared parameter or one that papermill injected."""
+    known = notebook_parameters(notebook)
+    unknown = sorted(name for name, value in namespace.items()
+                     if not name.startswith("_") and name not in known and name not in IPYTHON_NAMES
+                     and not isinstance(value, (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType)))
+    if unknown:
+        raise SreError(f"unknown parameter {unknown[0]!r} for notebooks/{notebook}.ipynb: the known ones are "
+                       f"{', '.join(known)} (papermill --help-notebook notebooks/{notebook}.ipynb)")
 
 
 def _check_scale(scale: str) -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from pathlib import Path
 
@@ -20,12 +21,13 @@ def _print_scores(scores: dict, fmt: str) -> None:
 
 
 def cmd_data_check(args) -> int:
-    from .data.paths import check, how_to_get, resolve_data_dir
+    from .data.paths import check, how_to_get, missing_groups, resolve_data_dir
 
     root = resolve_data_dir(args.data_dir)
     missing, corrupt, ok = check(root)
-    for rel in missing:
-        print(f"missing  {rel}: {how_to_get(rel)}")
+    for rel, count in missing_groups(missing):
+        files = f" ({count} files, all of it)" if count > 1 else " (1 file, all of it)" if rel.endswith("/") else ""
+        print(f"missing  {rel}{files}: {how_to_get(rel)}")
     for rel in corrupt:
         print(f"corrupt  {rel}: checksum differs; {how_to_get(rel)}")
     print(f"data dir {root}: {ok} files ok, {len(missing)} missing, {len(corrupt)} corrupt")
@@ -170,6 +172,25 @@ def cmd_records(args) -> int:
     return status
 
 
+def _train_epilog() -> str:
+    """`train --help`'s list of methods and of the knobs every method shares, with their defaults."""
+    import dataclasses
+    import functools
+    import textwrap
+
+    from .config import CommonConfig, SCALE_PRESETS
+    from .methods import available, get_method
+
+    methods = ", ".join(f"{m} ({', '.join(f.name for f in dataclasses.fields(get_method(m).Params)) or 'no own knobs'})"
+                        for m in available())
+    common = ", ".join(f"{k}={v}" for k, v in dataclasses.asdict(CommonConfig()).items())
+    wrap = functools.partial(textwrap.fill, width=110, subsequent_indent="  ")
+    return "\n".join([wrap(f"methods and their own knobs: {methods}"),
+                      wrap(f"knobs every method has, with their defaults (the scale's preset then replaces some; "
+                           f"--set scale=smoke|cpu|paper): {common}"),
+                      wrap(f"the cpu preset: {', '.join(f'{k}={v}' for k, v in SCALE_PRESETS['cpu'].items())}")])
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sre-repro", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -191,8 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--force", action="store_true", help="recompute even if cached")
     ev.set_defaults(func=cmd_eval)
 
-    tr = sub.add_parser("train", help="one training run (cached)")
-    tr.add_argument("--method")
+    tr = sub.add_parser("train", help="one training run (cached)", epilog=_train_epilog(),
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    tr.add_argument("--method", help="the method to train (default: simcse, or the config's method)")
     tr.add_argument("--config", help="YAML file of key: value overrides")
     tr.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one parameter (repeatable)")
     tr.add_argument("--data-dir")
@@ -241,11 +263,31 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Stderr(logging.Handler):
+    """The library's notices ("cached: …", "resuming …") as lines on whatever sys.stderr is at the time."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"sre-repro: {record.getMessage()}", file=sys.stderr)
+
+
+def _end_progress_bars() -> None:
+    """Close any progress bar left open, so an error starts on its own line rather than after a bar."""
+    from tqdm import tqdm
+
+    for bar in list(getattr(tqdm, "_instances", [])):
+        bar.close()
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    notices = logging.getLogger("sre_repro")
+    if not any(isinstance(h, _Stderr) for h in notices.handlers):
+        notices.addHandler(_Stderr())
+    notices.setLevel(logging.INFO)
     try:
         return args.func(args)
     except SreError as exc:
+        _end_progress_bars()
         print(f"sre-repro: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -99,6 +99,8 @@ def load_yaml(path) -> dict:
     if path is None:
         return {}
     path = Path(path)
+    if path.is_dir():
+        raise SreError(f"config file {path} is a folder: give a YAML file of key: value lines")
     if not path.is_file():
         raise SreError(f"config file {path} does not exist: give a YAML file of key: value lines")
     try:
@@ -167,6 +169,8 @@ def validate(cfg: dict, method_cls) -> None:
             raise SreError(f"parameter {key} must be positive, got {cfg[key]}")
     if cfg["head_lr"] <= 0:
         raise SreError(f"parameter head_lr must be positive (leave it unset for the same as lr), got {cfg['head_lr']}")
+    if not 0 <= cfg["warmup_ratio"] <= 1:
+        raise SreError(f"parameter warmup_ratio must lie in [0, 1] (a share of the steps), got {cfg['warmup_ratio']}")
     if not 0 <= cfg["head_warmup_ratio"] <= 1:
         raise SreError(f"parameter head_warmup_ratio must lie in [0, 1] (leave it unset for warmup_ratio), "
                        f"got {cfg['head_warmup_ratio']}")

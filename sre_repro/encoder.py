@@ -113,14 +113,17 @@ def resolve_model_path(name: str) -> str:
         path = REPO_ROOT / "models" / "sre-bert"
         if not (path / "config.json").is_file():
             raise SreError(f"model alias sre-bert: {path} has no config.json; it is built by "
-                           "`sre-repro pretrain` (issue: stand-in PLM)")
+                           "`sre-repro pretrain --config configs/sre-bert.yaml` (or restore it with git checkout models/sre-bert)")
         return str(path)
     if _is_path(name):
         path = Path(name).expanduser()
         if not path.exists():
             raise SreError(f"model path {path} does not exist: give an existing folder with config.json, "
                            f"a HF model name, or an alias ({', '.join(MODEL_ALIASES)})")
-        if path.is_dir() and not (path / "config.json").is_file():
+        if not path.is_dir():
+            raise SreError(f"model path {path} is a file, not a model folder: give a folder with config.json and "
+                           f"weights, a HF model name, or an alias ({', '.join(MODEL_ALIASES)})")
+        if not (path / "config.json").is_file():
             raise SreError(f"model folder {path} has no config.json: give a folder saved by save_pretrained "
                            "(or `sre-repro export`)")
         return str(path)
@@ -166,7 +169,8 @@ def load_backbone(name: str):
             raise SreError(f"model {name!r} is not in the local HF cache and downloads are off (offline by "
                            "default): set HF_HUB_OFFLINE=0 to download it, or give a local path or an alias "
                            f"({', '.join(MODEL_ALIASES)})") from None
-        raise SreError(f"model {name!r} could not be loaded from {location}: {str(exc).splitlines()[0]}") from None
+        raise SreError(f"model {name!r} could not be loaded from {location} ({str(exc).splitlines()[0]}): give a "
+                       "folder saved by save_pretrained (or `sre-repro export`)") from None
     return model, tokenizer
 
 

@@ -7,3 +7,7 @@ the problem and the fix.
 
 class SreError(Exception):
     """A problem with the user's input, data or environment, with the fix in the message."""
+
+    def _render_traceback_(self) -> list[str]:
+        """In a notebook (IPython, papermill), the one line the CLI prints instead of a traceback."""
+        return [f"sre-repro: error: {self}"]

@@ -9,6 +9,7 @@ The folder's root is a plain HF model (config, weights, tokenizer: `AutoModel.fr
   avg_top2             WeightedLayerPooling over the last two layers, then mean
 (a weighted mean with weights 1 and 1 is (first + last) / 2, which is the book's pooler).
 """
+import contextlib
 import json
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import torch
 
 from . import runs
 from .errors import SreError
+from .settings import readable_mode
 from .train import trained_method
 
 NOT_EMBEDDING_KINDS = {*runs.EVALUATION_SIZE_KNOBS, "mlm"}
@@ -48,6 +50,19 @@ def find_record(run: str, results_root=None) -> dict:
     return record
 
 
+@contextlib.contextmanager
+def quiet_transformers():
+    """transformers' warnings and infos off for a block."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+
+
 def export(run: str, to, results_root=None, data_dir=None) -> Path:
     """Write the run's encoder to `to` (HF + sentence-transformers); returns the folder."""
     from sentence_transformers import SentenceTransformer
@@ -69,8 +84,9 @@ def export(run: str, to, results_root=None, data_dir=None) -> Path:
     layers = encoder.model.config.num_hidden_layers
     max_len = min(512, getattr(encoder.tokenizer, "model_max_length", 512),
                   getattr(encoder.model.config, "max_position_embeddings", 512))
-    transformer = Transformer(str(out), max_seq_length=max_len,
-                              config_kwargs={"output_hidden_states": pooler.startswith("avg_")})
+    with quiet_transformers():  # its load report lists the unused pooler.dense weights as MISSING: noise here
+        transformer = Transformer(str(out), max_seq_length=max_len,
+                                  config_kwargs={"output_hidden_states": pooler.startswith("avg_")})
     dim = transformer.get_embedding_dimension()
     stack = [transformer]
     if pooler.startswith("avg_"):
@@ -87,4 +103,47 @@ def export(run: str, to, results_root=None, data_dir=None) -> Path:
     model.save(str(out), model_name=f"sre-repro-{cfg['method']}")
     (out / "sre_repro_run.json").write_text(json.dumps(
         {k: record.get(k) for k in ("kind", "config", "config_hash", "fingerprints", "metrics")}, indent=1, default=str))
+    (out / "README.md").write_text(model_card(record, out))  # in place of sentence-transformers' generic template
+    for path in out.rglob("*"):  # some writers go through 0600 temporary files
+        path.chmod(readable_mode() | (0o111 if path.is_dir() else 0))
     return out
+
+
+def model_card(record: dict, out: Path) -> str:
+    """The exported folder's README: what run it is, its scores, and how to load it (and what AutoModel gives)."""
+    from .data.sts import STS_TASKS
+    from .methods import source_file
+
+    cfg, metrics = record["config"], record["metrics"]
+    sts = metrics.get("sts", {})
+    scores = " | ".join(f"{sts[t]:.2f}" for t in [*STS_TASKS, "avg"] if t in sts)
+    paragraph = " ".join(source_file(cfg["method"]).read_text().split('"""')[1].strip().split("\n\n")[0].split())
+    about = paragraph.split(": ")[0]  # what the method file's docstring names it
+    knobs = ", ".join(f"{k}={cfg[k]}" for k in ("model_name", "train_data", "max_steps", "batch_size", "max_len", "lr",
+                                                   "head_lr", "seed", "eval_pooler") if k in cfg)
+    backbone_only = ("The [CLS] vector of AutoModel is *not* this embedding: the run's MLP is in `2_Dense/`"
+                     if cfg["eval_pooler"] == "cls_mlp" else
+                     f"AutoModel gives the token states only: pool them as `{cfg['eval_pooler']}` yourself to get this "
+                     "embedding")
+    return f"""# sre-repro {cfg['method']} run {record['config_hash']}
+
+The sentence encoder of one training run of the sre-repro book: method `{cfg['method']}` ({about})
+Exported by `python -m sre_repro export`; the run's full record is `sre_repro_run.json`.
+
+- config: {knobs} (every knob in `sre_repro_run.json`)
+- STS-B dev (kept checkpoint): {metrics.get('stsb_dev_best', float('nan')):.2f} at step {metrics.get('best_step')}
+- STS test, Spearman x 100 ({', '.join(t for t in [*STS_TASKS, 'avg'] if t in sts)}): {scores}
+
+## Load it
+
+With sentence-transformers (the embedding the book evaluates, pooling `{cfg['eval_pooler']}` included):
+
+```python
+from sentence_transformers import SentenceTransformer
+model = SentenceTransformer("{out.name}")
+embeddings = model.encode(["A man is playing a guitar.", "Someone plays an instrument."])
+```
+
+With transformers, the folder's root is a plain model: `AutoModel.from_pretrained("{out.name}")` and
+`AutoTokenizer.from_pretrained("{out.name}")` load the backbone. {backbone_only}.
+"""

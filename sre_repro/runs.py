@@ -15,6 +15,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import logging
 import os
 import platform
 import sys
@@ -25,7 +26,11 @@ from pathlib import Path
 
 from .errors import SreError
 from .methods import get_method
-from .settings import PACKAGE, REPO_ROOT, results_dir, work_dir  # noqa: F401  (results_dir, work_dir: the store's places)
+from .settings import PACKAGE, REPO_ROOT, readable_mode, results_dir, work_dir  # noqa: F401  (results_dir, work_dir: the store's places)
+
+# What happened to a request (served from the cache, resumed, recomputed): the CLI prints these lines on stderr;
+# a notebook, which configures no handler, stays quiet
+log = logging.getLogger("sre_repro")
 
 SCHEMA = 6  # 2: full configs hashed as they are (no neutral knobs left out), derived records keyed without run_code;
            # 3: the knob `packed` (sre_repro/packing.py); 4: the stopping rule's `patience` and `min_delta`;
@@ -106,6 +111,7 @@ def write_json_atomic(path: Path, data) -> None:
             json.dump(data, f, indent=1, sort_keys=True)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, readable_mode())  # mkstemp makes it 0600; a record is as readable as any file written here
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -219,11 +225,24 @@ def lookup(kind: str, cfg: dict, root=None, force: bool = False, allow_stale: bo
     if force:
         return None
     result = read(kind, cfg, root)
-    if result is None or (result["stale"] and not allow_stale):
+    if result is None:
+        return None
+    where = shown_path(run_path(kind, cfg, root))
+    if result["stale"] and not allow_stale:
+        log.info(f"stale: {where} ({'; '.join(stale_reasons(result, root))}): recomputing")
         return None
     if result["stale"]:
         SERVED_STALE.append(f"{kind}/{result['config_hash']}")
+    log.info(f"cached{' (stale)' if result['stale'] else ''}: {where}")
     return result
+
+
+def shown_path(path: Path) -> str:
+    """A path as a message shows it: relative to the current folder when inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 @contextlib.contextmanager

@@ -55,3 +55,11 @@ def require_positive(cfg: dict, *keys: str) -> None:
     for key in keys:
         if cfg[key] <= 0:
             raise SreError(f"{key} must be positive, got {cfg[key]}")
+
+
+def readable_mode() -> int:
+    """The mode a newly created file gets here (0644 under the usual umask 022): for files written through
+    mkstemp (0600), so records and downloads are as readable as any other file."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask

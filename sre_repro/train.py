@@ -183,7 +183,8 @@ def _setup(cfg: dict, device: str, data_dir, work_root, force: bool) -> _Run:
     last = run.work / "last.pt"
     ckpt = _load_checkpoint(last) if last.exists() and not force else None
     if ckpt is not None and ckpt.get("origin") != run.origin:
-        print(f"{kind}: checkpoint {last} was made by other code or weights; starting afresh")
+        print(f"sre-repro: checkpoint {runs.shown_path(last)} was made by other code or weights; starting {kind} afresh",
+              file=sys.stderr)
         ckpt = None
     if ckpt is not None:
         method.load_state_dict(ckpt["method"])
@@ -198,6 +199,7 @@ def _setup(cfg: dict, device: str, data_dir, work_root, force: bool) -> _Run:
             scaler.load_state_dict(ckpt["scaler"])
         run.state, run.start_weights = ckpt["state"], ckpt["start_weights"]
         run.wall_before = run.state.get("wall_seconds", 0.0)
+        runs.log.info(f"resuming {kind} from step {run.state['step']} of {total} ({runs.shown_path(last)})")
     # data parallel: DDP averages the gradients over the processes (built after a resume loaded the weights)
     run.parallel = (torch.nn.parallel.DistributedDataParallel(
         method, find_unused_parameters=True, device_ids=[torch.cuda.current_device()] if device == "cuda" else None)
@@ -365,23 +367,27 @@ def checkpoint_origin(kind: str, cfg: dict) -> dict:
 
 def kept_checkpoint(overrides: dict, data_dir=None) -> Path:
     """The file of the run's kept (best STS-B dev) weights, cached under work/models/ and keyed by the run's
-    config, computation and PLM weights: copied from the run's own finished training where this machine has it
-    (work/<method>/<config>/), else trained once through this loop (deterministic on the CPU, so these are the
+    config, computation and PLM weights and by the content of the best.pt it was copied from (so a run retrained
+    with --force never serves an older copy): copied from the run's own finished training where this machine has
+    it (work/<method>/<config>/), else trained once through this loop (deterministic on the CPU, so these are the
     weights that produced the run's record)."""
     cfg = resolve(overrides=overrides)
     kind = cfg["method"]
-    origin = checkpoint_origin(kind, cfg)
-    key = hashlib.sha256(repr(sorted(origin.items())).encode()).hexdigest()[:16]
-    saved = runs.work_dir() / "models" / f"{kind}-{runs.config_hash(cfg)}-{key}.pt"
+    key = hashlib.sha256(repr(sorted(checkpoint_origin(kind, cfg).items())).encode()).hexdigest()[:16]
+    stem, work = f"{kind}-{runs.config_hash(cfg)}-{key}", runs.work_dir() / kind / runs.config_hash(cfg)
+    models = runs.work_dir() / "models"
+    if not _finished_here(kind, cfg, work):
+        if copies := sorted(models.glob(f"{stem}-*.pt"), key=lambda f: f.stat().st_mtime_ns):
+            return copies[-1]  # the copy of the latest training this machine finished
+        print(f"sre-repro: training {kind} seed {cfg['seed']} once for its weights (kept in {models})", file=sys.stderr)
+        with tempfile.TemporaryDirectory() as results:  # only the weights are wanted, not another record
+            train(overrides, data_dir=data_dir, results_root=results)
+    best = work / "best.pt"
+    saved = models / f"{stem}-{hashlib.sha256(best.read_bytes()).hexdigest()[:12]}.pt"
     if not saved.exists():
-        work = runs.work_dir() / kind / runs.config_hash(cfg)
-        if not _finished_here(kind, cfg, work):
-            print(f"training {kind} seed {cfg['seed']} once for its weights (kept in {saved.parent})", file=sys.stderr)
-            with tempfile.TemporaryDirectory() as results:  # only the weights are wanted, not another record
-                train(overrides, data_dir=data_dir, results_root=results)
-        saved.parent.mkdir(parents=True, exist_ok=True)
-        tmp = saved.with_suffix(".tmp")
-        shutil.copyfile(work / "best.pt", tmp)
+        models.mkdir(parents=True, exist_ok=True)
+        tmp = saved.with_name(f".{saved.name}.{os.getpid()}.tmp")
+        shutil.copyfile(best, tmp)
         tmp.replace(saved)
     return saved
 
@@ -390,12 +396,29 @@ def _finished_here(kind: str, cfg: dict, work: Path) -> bool:
     """Whether this machine's checkpoints of the run are those of its current record: the finished training
     (same computation and starting weights, every step, the record's best step), so its best.pt is the kept
     weights and neither training nor the final evaluation needs repeating."""
-    record = runs.lookup(kind, cfg)
-    if record is None or not (work / "last.pt").exists() or not (work / "best.pt").exists():
+    record = runs.read(kind, cfg)
+    if record is None or record["stale"] or not (work / "last.pt").exists() or not (work / "best.pt").exists():
         return False
-    state = torch.load(work / "last.pt", map_location="cpu", weights_only=False)
-    return (state.get("origin") == checkpoint_origin(kind, cfg) and state["state"]["step"] == record["steps"]
-            and state["state"]["best_step"] == record["metrics"]["best_step"])
+    state = _load_checkpoint(work / "last.pt")
+    return (state is not None and state.get("origin") == checkpoint_origin(kind, cfg)
+            and state["state"]["step"] == record["steps"] and state["state"]["best_step"] == record["metrics"]["best_step"])
+
+
+def _load_kept(saved: Path, kind: str, cfg: dict) -> dict:
+    """The kept weights' state dict; an unreadable copy is set aside with every copy of the run and the checkpoints
+    it came from (best.pt, and last.pt so that the next request retrains instead of resuming at the end), and the
+    request refused in one line."""
+    try:
+        return torch.load(saved, weights_only=False)
+    except Exception:  # a truncated or foreign file: torch raises several kinds
+        work = runs.work_dir() / kind / runs.config_hash(cfg)
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        copies = saved.parent.glob(f"{saved.name.rsplit('-', 1)[0]}-*.pt")
+        for path in (*copies, work / "best.pt", work / "last.pt"):
+            if path.exists():
+                path.replace(path.with_name(f"{path.name}.{stamp}.set-aside"))
+        raise SreError(f"the kept weights of {kind} run {runs.config_hash(cfg)} ({saved.name}) are unreadable: set "
+                       "aside with the run's checkpoints; run the command again to retrain them") from None
 
 
 def trained_method(overrides: dict, device: str | None = None, data_dir=None):
@@ -407,6 +430,6 @@ def trained_method(overrides: dict, device: str | None = None, data_dir=None):
     method_cls = get_method(cfg["method"])
     dependencies = {name: trained_method(o, device, data_dir) for name, o in method_cls.dependencies(cfg).items()}
     method = method_cls.build(cfg, device, data_dir, dependencies).to(device)
-    method.load_state_dict(torch.load(saved, weights_only=False))
+    method.load_state_dict(_load_kept(saved, cfg["method"], cfg))
     method.kept_file = saved  # which weights these are (RankCSE's teacher cache is keyed by it)
     return method.eval().requires_grad_(False)

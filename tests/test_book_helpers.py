@@ -102,6 +102,35 @@ def test_list_parameters_given_as_text_by_papermill_are_read_as_lists():
         book.as_list("0.1", "thetas")
     with pytest.raises(book.SreError, match="must be a list"):
         book.seeds("cpu", "1 2")
+    # `papermill -p seeds 5` hands the notebook an int
+    with pytest.raises(book.SreError, match=r"seeds must be a list such as \[1, 2\], got 5: write -p seeds \"\[5\]\""):
+        book.seeds("cpu", 5)
+
+
+NOTEBOOKS = sorted(p.stem for p in (book.REPO_ROOT / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS)
+def test_every_notebook_parameter_has_a_type_and_one_line_of_help(notebook):
+    """What `papermill --help-notebook` lists (it said "Unknown type" for every parameter before)."""
+    import papermill
+
+    params = papermill.inspect_notebook(str(book.REPO_ROOT / "notebooks" / f"{notebook}.ipynb"))
+    assert params and all(p["inferred_type_name"] in ("str", "int", "float", "bool", "list") and p["help"]
+                          for p in params.values()), params
+    assert set(book.notebook_parameters(notebook)) == set(params)
+
+
+def test_an_unknown_notebook_parameter_stops_the_chapter_with_the_known_ones():
+    import types
+    namespace = {"scale": "cpu", "seeds": [], "In": [], "Out": {}, "_i1": "", "np": np, "display": print,
+                 "SreError": SreError, "types": types}
+    book.check_parameters("01_simcse", namespace)  # declared parameters, imports and IPython's names pass
+    with pytest.raises(SreError, match=r"unknown parameter 'scal' for notebooks/01_simcse.ipynb: the known ones are "
+                                       r"scale, model_name, seeds, precision, supervised, data_dir, force"):
+        book.check_parameters("01_simcse", {**namespace, "scal": "smoke"})
+    # in a notebook, the error renders as the CLI's one line instead of a traceback
+    assert SreError("x")._render_traceback_() == ["sre-repro: error: x"]
 
 
 def test_byop_variants_are_table_6_rows():

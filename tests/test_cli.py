@@ -39,7 +39,19 @@ def test_data_check_passes_on_the_shared_data():
 
 def test_data_check_fails_on_an_empty_dir(tmp_path):
     out = cli("data", "check", "--data-dir", str(tmp_path))
-    assert out.returncode == 1 and "missing  senteval/downstream/STS/STS12-en-test" in out.stdout
+    lines = out.stdout.strip().splitlines()
+    # one line per wholly missing source folder (it printed all 3,605 files before), then the count
+    assert out.returncode == 1 and len(lines) == 7, out.stdout
+    assert lines[4].startswith("missing  senteval/ (101 files, all of it): run `sre-repro download")
+    assert lines[-1] == f"data dir {tmp_path}: 0 files ok, 3605 missing, 0 corrupt"
+
+
+def test_data_check_lists_a_partly_missing_folder_file_by_file():
+    from sre_repro.data.paths import manifest, missing_groups
+    sts12 = sorted(rel for rel in manifest() if rel.startswith("senteval/downstream/STS/STS12-en-test/"))
+    assert len(sts12) == 12
+    assert missing_groups(sts12[:2]) == [(sts12[0], 1), (sts12[1], 1)]
+    assert missing_groups(sts12) == [("senteval/downstream/STS/STS12-en-test/", 12)]
 
 
 @pytest.mark.parametrize("args,message", [
@@ -95,13 +107,25 @@ def _files(tmp_path):
     record = sorted((REPO_ROOT / "results" / "simcse").glob("*.json"))[0].read_text()
     edited = json.loads(record)
     edited["metrics"]["sts"]["avg"] = 99.9
+    stringly = json.loads(record)
+    stringly["metrics"]["sts"]["avg"] = "high"
     files = {"bad.yaml": "lr: [1, 2\nmethod: simcse\n", "nan.yaml": "lr: .nan\n", "byop.yaml": "method: byop\n",
-             "truncated.json": record[:100], "edited.json": json.dumps(edited), "plain.txt": "x"}
+             "truncated.json": record[:100], "edited.json": json.dumps(edited), "plain.txt": "x",
+             "string_metric.json": json.dumps(stringly), "list.yaml": "- lr\n- 3e-5\n", "unknown.yaml": "lrr: 1\n"}
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     (tmp_path / "binary.yaml").write_bytes(b"\xff\xfe\x00\x81binary")
+    from sre_repro.runs import content_digest
+    evaluation = {"kind": "eval", "config": {"model_name": "glove"}, "metrics": {}}
+    (tmp_path / "eval.json").write_text(json.dumps({**evaluation, "digest": content_digest(evaluation)}))
     (tmp_path / "empty_model").mkdir()
+    (tmp_path / "a_folder").mkdir()
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "kept.txt").write_text("x")
     return tmp_path
+
+
+T = ["train", "--method", "simcse", "--set", "scale=smoke", "--set"]  # one knob after it
 
 
 @pytest.mark.parametrize("args,message", [
@@ -119,14 +143,66 @@ def _files(tmp_path):
     (["export", "{tmp}/truncated.json", "--to", "{tmp}/out"], "is not a readable JSON record"),
     (["export", "{tmp}/edited.json", "--to", "{tmp}/out"], "does not match its digest"),
     (["export", "simcse/0e31b568a0089c7a", "--to", "{tmp}/plain.txt"], "is a file, not a folder"),
+    # every knob kind: bool, int, float, choice, range; the method's own knobs
+    (T + ["packed=maybe"], "parameter packed expects bool, got 'maybe'"),
+    (T + ["max_steps=1.5"], "parameter max_steps expects int, got '1.5'"),
+    (T + ["max_steps=-1"], "parameter max_steps must be >= 0, got -1"),
+    (T + ["seed=abc"], "parameter seed expects int, got 'abc'"),
+    (T + ["lr=-1e-4"], "parameter lr must be positive"),
+    (T + ["weight_decay=inf"], "parameter weight_decay must be a finite number, got inf"),
+    (T + ["warmup_ratio=2"], "parameter warmup_ratio must lie in [0, 1]"),
+    (T + ["epochs=0"], "parameter epochs must be positive, got 0"),
+    (T + ["patience=-1"], "parameter patience must be >= 0, got -1"),
+    (T + ["scale=huge"], "unknown scale 'huge': choose from smoke, cpu, paper"),
+    (T + ["pooler=max"], "unknown pooler 'max'"),
+    (T + ["eval_pooler=max"], "unknown eval_pooler 'max'"),
+    (T + ["precision=fp8"], "unknown precision 'fp8'"),
+    (T + ["device=tpu"], "unknown device 'tpu'"),
+    (T + ["train_data=books"], "unknown train_data 'books'"),
+    (T + ["dropout=1.5"], "dropout must lie in [0, 1)"),
+    (T + ["temperature=0"], "temperature must be positive"),
+    (T + ["lr"], "--set 'lr' is not key=value"),
+    (T + ["model_name=./no/such/model"], "model path no/such/model does not exist"),
+    (T + ["device=cuda"], "device cuda was asked for but no GPU is visible"),
+    (T + ["precision=fp16"], "precision fp16 needs a GPU"),
+    # every file the CLI reads: missing, a folder, of the wrong kind
+    (["train", "--config", "{tmp}/a_folder"], "is a folder: give a YAML file"),
+    (["train", "--config", "{tmp}/list.yaml"], "must be a mapping of key: value lines"),
+    (["train", "--config", "{tmp}/unknown.yaml"], "unknown parameter 'lrr' for method simcse"),
+    (["train", "--method", "simcse", "--set", "scale=smoke", "--data-dir", "{tmp}/plain.txt"], "is a file, not a folder"),
+    (["eval", "--model", "{tmp}/plain.txt"], "is a file, not a model folder"),
+    (["eval", "--model", "glove", "--tasks", ""], "unknown task ''"),
+    (["export", "simcse/0000000000000000", "--to", "{tmp}/out"], "no run record"),
+    (["export", "{tmp}/eval.json", "--to", "{tmp}/out"], "not a trained sentence encoder"),
+    (["export", "{tmp}/string_metric.json", "--to", "{tmp}/out"], "does not match its digest"),
+    (["export", "simcse/0e31b568a0089c7a", "--to", "{tmp}/full"], "is not empty: export into a new folder"),
 ])
-def test_more_bad_input_is_one_line_and_exit_2(args, message, tmp_path, capsys):
-    """In-process (no interpreter start per case): the one line, exit 2, and no committed record touched."""
+def test_more_bad_input_is_one_line_and_exit_2(args, message, tmp_path, capsys, monkeypatch):
+    """In-process (no interpreter start per case): the one line, exit 2, and neither a committed record nor a
+    checkpoint touched."""
     from sre_repro.cli import main
 
     tmp = _files(tmp_path)
-    before = {p: p.stat().st_mtime_ns for p in (REPO_ROOT / "results").rglob("*.json")}
+    work = tmp_path / "work"
+    (work / "simcse" / "0e31b568a0089c7a").mkdir(parents=True)
+    (work / "simcse" / "0e31b568a0089c7a" / "last.pt").write_bytes(b"a checkpoint")
+    monkeypatch.setenv("SRE_REPRO_WORK", str(work))
+    state = lambda: {p: (p.stat().st_mtime_ns, p.stat().st_size)  # noqa: E731
+                     for p in [*(REPO_ROOT / "results").rglob("*.json"), *work.rglob("*.pt")]}
+    before = state()
     assert main([a.replace("{tmp}", str(tmp)) for a in args]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("sre-repro: error:") and message in lines[0], lines
-    assert {p: p.stat().st_mtime_ns for p in (REPO_ROOT / "results").rglob("*.json")} == before
+    assert state() == before
+
+
+def test_papermill_with_an_unknown_parameter_stops_the_chapter_with_one_line(tmp_path):
+    """`-p scal smoke` (a typo): papermill only warns; the chapter stops before computing anything, and the
+    notebook's error is the one line (papermill's own traceback of its CLI comes before it)."""
+    out = subprocess.run([os.path.join(os.path.dirname(sys.executable), "papermill"), "--no-progress-bar", "-k", "python3",
+                          "notebooks/verdict_board.ipynb", str(tmp_path / "out.ipynb"), "-p", "scal", "smoke"],
+                         capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert out.returncode != 0
+    notebook_part = out.stderr.split('Exception encountered at "In [3]":')[1].strip().splitlines()
+    assert notebook_part == ["sre-repro: error: unknown parameter 'scal' for notebooks/verdict_board.ipynb: the known "
+                             "ones are scale (papermill --help-notebook notebooks/verdict_board.ipynb)"]

@@ -230,7 +230,7 @@ def test_a_checkpoint_from_other_code_is_not_resumed(tmp_path, monkeypatch, caps
         train({**SMOKE, "checkpoint_steps": 2}, interrupt_at_step=4, **kwargs)
     monkeypatch.setattr(runs, "source_tree", lambda: "changed")
     result = train({**SMOKE, "checkpoint_steps": 2}, **kwargs)
-    assert "made by other code or weights; starting afresh" in capsys.readouterr().out
+    assert "made by other code or weights; starting simcse afresh" in capsys.readouterr().err
     assert [p["step"] for p in result["dev_curve"]] == [3, 6] and result["source_tree"] == "changed"
 
 
@@ -258,6 +258,35 @@ def test_kept_weights_come_from_the_run_s_own_training_when_this_machine_has_it(
     runs.run_path("simcse", record["config"]).unlink()  # no record: nothing says the checkpoints are current
     kept_checkpoint(overrides, data_dir)
     assert retrained == [1, 1]
+
+
+def test_kept_weights_follow_the_best_pt_they_came_from_and_a_corrupt_one_is_refused(data_dir, capsys):
+    """A copy under work/models/ is keyed by its best.pt's content: a retrained run's new best.pt gets a new copy
+    (export never serves an older one); an unreadable copy is set aside with the run's checkpoints, the request
+    is refused in one line, and the next request retrains."""
+    from sre_repro.errors import SreError
+    from sre_repro.train import kept_checkpoint, trained_method
+
+    overrides = {"method": "simcse", "scale": "smoke", "seed": 43}
+    record = train(overrides, data_dir=data_dir)
+    work = runs.work_dir() / "simcse" / record["config_hash"]
+    first = kept_checkpoint(overrides, data_dir)
+    weights = torch.load(work / "best.pt", weights_only=False)
+    weights[next(iter(weights))] = weights[next(iter(weights))] + 1.0  # as if retrained to other weights
+    torch.save(weights, work / "best.pt")
+    second = kept_checkpoint(overrides, data_dir)
+    assert second != first and second.read_bytes() == (work / "best.pt").read_bytes()
+
+    (work / "best.pt").write_bytes((work / "best.pt").read_bytes()[:1000])  # truncated
+    third = kept_checkpoint(overrides, data_dir)
+    with pytest.raises(SreError, match="are unreadable: set aside with the run's checkpoints; run the command again"):
+        trained_method(overrides, "cpu", data_dir)
+    assert not first.exists() and not second.exists() and not third.exists()  # every copy of the run: set aside
+    assert not (work / "best.pt").exists() and not (work / "last.pt").exists()
+    assert len(list(work.glob("*.set-aside"))) == 2
+    method = trained_method(overrides, "cpu", data_dir)  # retrained once for its weights: deterministic
+    assert "training simcse seed 43 once for its weights" in capsys.readouterr().err
+    assert method.kept_file.name == first.name and method.kept_file.exists()  # the same weights as the first time
 
 
 def test_the_read_log_names_exactly_the_records_looked_up(tmp_path, monkeypatch):

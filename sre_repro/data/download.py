@@ -12,6 +12,7 @@ import urllib.request
 from pathlib import Path
 
 from ..errors import SreError
+from ..settings import readable_mode
 from .paths import check, manifest
 
 URLS = {
@@ -29,6 +30,7 @@ def _fetch(url: str, dest: Path) -> None:
     os.close(fd)
     try:
         urllib.request.urlretrieve(url, tmp)
+        os.chmod(tmp, readable_mode())  # mkstemp makes it 0600
         os.replace(tmp, dest)
     except OSError as exc:
         raise SreError(f"download of {url} failed ({exc}): check the network, or copy the files by hand "

@@ -35,6 +35,9 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
         origin, path = "$SRE_REPRO_DATA", Path(os.environ["SRE_REPRO_DATA"])
     else:
         origin, path = "default ./data", Path("data")
+    if path.exists() and not path.is_dir():
+        raise SreError(f"data dir {path} ({origin}) is a file, not a folder: pass --data-dir, set SRE_REPRO_DATA, "
+                       f"or run `make data` to link ../shared/data to ./data")
     if not path.is_dir():
         raise SreError(f"data dir {path} ({origin}) does not exist: pass --data-dir, set SRE_REPRO_DATA, "
                        f"or run `make data` to link ../shared/data to ./data")
@@ -96,3 +99,25 @@ def check(data_dir: str | os.PathLike | None = None) -> tuple[list[str], list[st
         else:
             ok += 1
     return missing, corrupt, ok
+
+
+def missing_groups(missing: list[str]) -> list[tuple[str, int]]:
+    """The missing files as `data check` lists them: (a folder all of whose files are missing, with a trailing
+    "/", or a single file; how many files), so an empty data dir takes a few lines rather than thousands."""
+    def folders(rel: str) -> list[str]:
+        parts = rel.split("/")[:-1]
+        return ["/".join(parts[: i + 1]) + "/" for i in range(len(parts))]
+
+    total: dict[str, int] = {}
+    for rel in manifest():
+        for folder in folders(rel):
+            total[folder] = total.get(folder, 0) + 1
+    gone: dict[str, int] = {}
+    for rel in missing:
+        for folder in folders(rel):
+            gone[folder] = gone.get(folder, 0) + 1
+    groups: dict[str, int] = {}
+    for rel in missing:
+        whole = next((f for f in folders(rel) if gone[f] == total[f]), rel)  # the outermost folder wholly missing
+        groups[whole] = groups.get(whole, 0) + 1
+    return list(groups.items())
