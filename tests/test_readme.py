@@ -58,12 +58,12 @@ def _smoke(command: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def clone(tmp_path_factory):
+def clone(tmp_path_factory, data_dir):
     """A fresh clone of the committed tree, its data linked as `make data` links it, the project's virtualenv on
     PATH (what `make book` made; the README says to activate it)."""
     root = tmp_path_factory.mktemp("readme") / "sre-repro"
     subprocess.run(["git", "clone", "--quiet", "--local", str(REPO_ROOT), str(root)], check=True, timeout=300)
-    (root / "data").symlink_to(Path(os.environ["SRE_REPRO_DATA"]).resolve())
+    (root / "data").symlink_to(Path(data_dir).resolve())
     (root / "my.yaml").write_text("scale: smoke\n")  # the README's own YAML example
     return root
 
