@@ -21,7 +21,9 @@ AT_SMOKE = {"--set scale=cpu": "--set scale=smoke", "-p scale paper -p model_nam
             "--method paser --set patience=3": "--method paser --set scale=smoke --set patience=3",
             "python -m sre_repro bench ": "python -m sre_repro bench --quick --only packing --out work/bench.json ",
             "pretrain --config configs/sre-bert.yaml": "pretrain --config configs/sre-bert.yaml --set scale=smoke "
-                                                       "--set output_dir=work/sre-bert-smoke --set device=cpu"}
+                                                       "--set batch_size=8 --set max_steps=2 --set eval_steps=2 "
+                                                       "--set precision=fp32 --set device=cpu "
+                                                       "--set output_dir=work/sre-bert-smoke"}
 ELSEWHERE = {
     "make book": "CI builds the book (.ci/run); test_book executes every notebook",
     "make test": "CI runs it (.ci/run)",
