@@ -72,15 +72,26 @@ def judge(claim: Claim, differences, runs_: list[dict] = (), engagement: dict | 
     row = {"id": claim.id, "claim": claim.text, "type": claim.type + (f" (±{claim.margin:g})" if claim.margin else ""),
            "paper effect": None if claim.paper_effect is None else round(float(claim.paper_effect), 2),
            "ours": round(float(values.mean()), 2) if len(values) else None, "interval": "–",
-           "detectable": None, "n seeds": len(values), "seeds": ", ".join(map(str, seeds)), "headline": claim.headline}
+           "detectable": None, "seeds for the paper's effect": None, "n seeds": len(values),
+           "seeds": ", ".join(map(str, seeds)), "headline": claim.headline}
     sd = float(values.std(ddof=1)) if len(values) > 1 else float("nan")
     if claim.type != "geometry" and len(values) > 1:
         detectable = protocol.detectable_effect(sd, len(values))
         row["detectable"] = None if math.isnan(detectable) else round(detectable, 2)
+        row["seeds for the paper's effect"] = seeds_for(sd, claim.paper_effect)
     row["verdict"] = _word(claim, values, runs_, engagement or {}, rule, plm_value, row)
     if note := left_the_plm(list(tested), plm_dev):
         row["verdict"] += f"; {note}"
     return row
+
+
+def seeds_for(sd: float, paper_effect: float | None) -> str | None:
+    """How many seed-matched seeds would detect the paper's effect (80 % power) at the spread `sd` these seeds
+    show: a number up to 10, "more than 10", or None (no paper effect, or no spread to judge by)."""
+    if paper_effect is None or not paper_effect or not sd > 0:
+        return None
+    needed = protocol.seeds_needed(sd, paper_effect)
+    return "more than 10" if needed is None else str(needed)
 
 
 def _word(claim, values, runs_, engagement, rule, plm_value, row) -> str:

@@ -44,7 +44,8 @@ def autocast(precision: str, device: str):
         return torch.autocast(device_type=device, dtype=torch.bfloat16)
     if precision == "fp16":
         if device != "cuda":
-            raise SreError("precision fp16 needs a GPU: use --set precision=bf16 (or fp32) on a CPU")
+            raise SreError("precision fp16 needs a GPU: use precision bf16 or fp32 on a CPU (train: --set "
+                           "precision=fp32; eval: --precision fp32)")
         return torch.autocast(device_type="cuda", dtype=torch.float16)
     raise SreError(f"unknown precision {precision!r}: choose fp32, bf16 or fp16")
 

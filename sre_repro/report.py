@@ -53,7 +53,8 @@ def save_verdicts(chapter: str, scale: str, *tables: list[dict], root=None) -> N
     runs.write_json_atomic(runs.results_dir(root) / "verdicts" / f"{chapter}.{scale}.json", rows)
 
 
-VERDICT_COLUMNS = ["claim", "type", "paper effect", "ours", "interval", "detectable", "verdict", "seeds"]
+VERDICT_COLUMNS = ["claim", "type", "paper effect", "ours", "interval", "detectable", "seeds for the paper's effect",
+                   "verdict", "seeds"]
 
 
 def dashed(frame: pd.DataFrame) -> pd.DataFrame:

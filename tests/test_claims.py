@@ -5,6 +5,7 @@ import pytest
 from scipy import stats
 
 from sre_repro import protocol
+from sre_repro import claims
 from sre_repro.claims import Claim, judge, left_the_plm, run_flag
 
 BEATS = Claim("x_beats_y", "X beats Y", "superiority", "X - Y, average STS", paper_effect=1.0, components=("decoder",))
@@ -77,3 +78,17 @@ def test_an_encoder_within_its_spread_of_the_plm_barely_left_it():
     assert left_the_plm(runs_, plm_dev=40.0) is None
     row = judge(BEATS, [1.2, 0.8, 1.5], [_run(s) for s in range(3)], {"decoder": (True, "")}, tested=runs_, plm_dev=47.8)
     assert row["verdict"] == "holds; the encoder barely left the PLM"
+
+
+def test_a_row_says_how_many_seeds_the_paper_s_effect_needs_at_its_spread():
+    """The fewest seeds whose detectable effect is below the paper's, from the row's own spread; "more than 10"."""
+    d = np.array([0.5, 1.5, 1.0, 0.2, 1.8])
+    claim = claims.Claim("c", "A beats B", "superiority", "A - B", paper_effect=1.0)
+    row = claims.judge(claim, d, [])
+    sd = d.std(ddof=1)
+    n = int(row["seeds for the paper's effect"])
+    assert protocol.detectable_effect(sd, n) < 1.0 <= protocol.detectable_effect(sd, n - 1)
+    tiny = claims.Claim("t", "A beats B a little", "superiority", "A - B", paper_effect=0.1)
+    assert claims.judge(tiny, d, [])["seeds for the paper's effect"] == "more than 10"
+    assert claims.judge(claims.Claim("n", "x", "superiority", "A - B", paper_effect=None), d, [])[
+        "seeds for the paper's effect"] is None

@@ -172,6 +172,8 @@ T = ["train", "--method", "simcse", "--set", "scale=smoke", "--set"]  # one knob
     (["train", "--method", "simcse", "--set", "scale=smoke", "--data-dir", "{tmp}/plain.txt"], "is a file, not a folder"),
     (["eval", "--model", "{tmp}/plain.txt"], "is a file, not a model folder"),
     (["eval", "--model", "glove", "--tasks", ""], "unknown task ''"),
+    (["eval", "--model", "glove", "--precision", "fp16"], "precision fp16 does not apply"),
+    (["eval", "--model", "sre-bert", "--precision", "fp16"], "precision fp16 needs a GPU"),
     (["export", "simcse/0000000000000000", "--to", "{tmp}/out"], "no run record"),
     (["export", "{tmp}/eval.json", "--to", "{tmp}/out"], "not a trained sentence encoder"),
     (["export", "{tmp}/string_metric.json", "--to", "{tmp}/out"], "does not match its digest"),
@@ -206,3 +208,16 @@ def test_papermill_with_an_unknown_parameter_stops_the_chapter_with_one_line(tmp
     notebook_part = out.stderr.split('Exception encountered at "In [3]":')[1].strip().splitlines()
     assert notebook_part == ["sre-repro: error: unknown parameter 'scal' for notebooks/verdict_board.ipynb: the known "
                              "ones are scale (papermill --help-notebook notebooks/verdict_board.ipynb)"]
+
+
+def test_the_cli_says_when_it_serves_a_result_from_the_cache(capsys):
+    """A cache hit used to print exactly what a fresh computation prints."""
+    from sre_repro.cli import main
+
+    assert main(["eval", "--model", "glove", "--tasks", "STS12"]) == 0
+    first = capsys.readouterr()
+    assert main(["eval", "--model", "glove", "--tasks", "STS12"]) == 0
+    second = capsys.readouterr()
+    assert "cached" not in first.err and second.out == first.out == "STS12 48.11  avg 48.11\n"
+    (line,) = second.err.strip().splitlines()
+    assert line.startswith("sre-repro: cached: ") and line.endswith(".json") and "/eval/" in line

@@ -43,7 +43,8 @@ def test_same_config_and_seed_give_identical_numbers(smoke_run, tmp_path):
     assert _numbers(other_seed) != _numbers(smoke_run)
 
 
-def test_interrupted_run_resumes_to_identical_numbers(smoke_run, tmp_path):
+def test_interrupted_run_resumes_to_identical_numbers(smoke_run, tmp_path, caplog):
+    caplog.set_level("INFO", logger="sre_repro")  # the notices the CLI prints on stderr
     kwargs = dict(results_root=tmp_path / "r", work_root=tmp_path / "w")
     with pytest.raises(Interrupted):
         train({**SMOKE, "checkpoint_steps": 2}, interrupt_at_step=4, **kwargs)
@@ -52,6 +53,10 @@ def test_interrupted_run_resumes_to_identical_numbers(smoke_run, tmp_path):
     started = time.time()
     resumed = train({**SMOKE, "checkpoint_steps": 2}, **kwargs)  # restarts from the step-4 checkpoint
     assert _numbers(resumed) == _numbers(smoke_run)
+    assert [m for m in caplog.messages if m.startswith("resuming")] == [
+        f"resuming simcse from step 4 of 6 ({runs.shown_path(work / 'last.pt')})"]
+    train({**SMOKE, "checkpoint_steps": 2}, **kwargs)
+    assert caplog.messages[-1] == f"cached: {runs.shown_path(tmp_path / 'r' / 'simcse' / (work.name + '.json'))}"
     # the wall time counts the interrupted process's time as well as the resumed one's
     assert before > 0 and resumed["wall_seconds"] >= before + (time.time() - started) * 0.5
 

@@ -23,8 +23,8 @@ MODULES = {"00b_stand_in_plm": "stand_in", "01_simcse": "simcse", "sarcse": "sar
            "pt_bert": "pt_bert", "slt_fai": "slt_fai", "paser": "paser"}
 SECTION = "verdicts-at-this-scale"  # the anchor of every chapter's "Verdicts at this scale" heading
 NOT_YET_RUN = "not yet run"
-COLUMNS = ["paper", "claim", "type", "paper effect", "ours", "interval", "detectable", "verdict", "scale", "seeds",
-           "chapter", "headline"]
+COLUMNS = ["paper", "claim", "type", "paper effect", "ours", "interval", "detectable", "seeds for the paper's effect",
+           "verdict", "scale", "seeds", "chapter", "headline"]
 # what each verdict word means, as the rules (protocol.py, claims.py) apply it; the board's header and counts use it
 WORDS = {
     "holds": "the claim's test passed: superiority, its 95% interval lies above 0; parity, both one-sided tests "
@@ -71,6 +71,7 @@ def _row(paper: str, chapter: str, scale: str, row: dict) -> dict:
     return {"paper": paper, "claim": row["claim"], "type": row.get("type", "superiority"),
             "paper effect": row.get("paper effect"), "ours": row.get("ours", row.get("mean difference")),
             "interval": None if "nan" in str(interval) else interval, "detectable": row.get("detectable"),
+            "seeds for the paper's effect": row.get("seeds for the paper's effect"),
             "verdict": row["verdict"], "scale": scale, "seeds": row.get("seeds"), "chapter": chapter,
             "headline": bool(row.get("headline", False))}
 

@@ -29,6 +29,8 @@ def eval_config(**overrides) -> dict:
     if cfg["model_name"] == "glove":
         if cfg["pooler"] != "avg":
             raise SreError(f"glove averages word vectors: pooler {cfg['pooler']!r} does not apply (leave it out)")
+        if cfg["precision"] != "fp32":
+            raise SreError(f"glove averages word vectors in fp32: precision {cfg['precision']} does not apply (leave it out)")
     return cfg
 
 
