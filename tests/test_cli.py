@@ -221,3 +221,14 @@ def test_the_cli_says_when_it_serves_a_result_from_the_cache(capsys):
     assert "cached" not in first.err and second.out == first.out == "STS12 48.11  avg 48.11\n"
     (line,) = second.err.strip().splitlines()
     assert line.startswith("sre-repro: cached: ") and line.endswith(".json") and "/eval/" in line
+
+
+def test_train_without_method_says_it_trains_simcse(capsys):
+    """It trained SimCSE without a word; the notice comes before anything is computed (here: a bad data dir)."""
+    from sre_repro.cli import main
+
+    assert main(["train", "--set", "scale=smoke", "--data-dir", "/no/such/data"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "sre-repro: no --method given: training simcse (the default)",
+        "sre-repro: error: data dir /no/such/data (--data-dir) does not exist: pass --data-dir, set SRE_REPRO_DATA, "
+        "or run `make data` to link ../shared/data to ./data"]
