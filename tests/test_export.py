@@ -9,6 +9,7 @@ from sre_repro import runs
 from sre_repro.cli import main
 from sre_repro.errors import SreError
 from sre_repro.export import export
+from sre_repro.settings import readable_mode
 from sre_repro.train import train
 from sre_repro.train import trained_method
 
@@ -18,13 +19,19 @@ SENTENCES = ["A man is playing a guitar.", "Two dogs run on the beach near the s
 @pytest.mark.parametrize("pooler,eval_pooler", [("cls", "cls_mlp"), ("cls", "cls"), ("avg", "avg"),
                                                 ("avg_first_last", "avg_first_last"),
                                                 ("avg_top2", "avg_top2")])
-def test_sentence_transformers_reload_gives_the_books_embeddings(pooler, eval_pooler, tmp_path, monkeypatch):
+def test_sentence_transformers_reload_gives_the_books_embeddings(pooler, eval_pooler, tmp_path, monkeypatch, capfd):
     from sentence_transformers import SentenceTransformer
 
     monkeypatch.setenv("SRE_REPRO_WORK", str(tmp_path / "w"))
     record = train({"method": "simcse", "scale": "smoke", "pooler": pooler, "eval_pooler": eval_pooler},
                    results_root=tmp_path / "r", work_root=tmp_path / "w")
+    capfd.readouterr()
     out = export(f"simcse/{record['config_hash']}", tmp_path / "export", results_root=tmp_path / "r")
+    assert "LOAD REPORT" not in capfd.readouterr().err  # transformers' report of the unused pooler weights
+    card = (out / "README.md").read_text()  # the run's own card, not sentence-transformers' template
+    assert card.startswith(f"# sre-repro simcse run {record['config_hash']}") and f"pooling `{eval_pooler}`" in card
+    assert ("*not* this embedding" in card) == (eval_pooler == "cls_mlp")
+    assert {p.stat().st_mode & 0o777 for p in out.rglob("*") if p.is_file()} == {readable_mode()}  # 0644, not 0600
     ours = trained_method(record["config"], device="cpu").encode(SENTENCES)
     theirs = SentenceTransformer(str(out), device="cpu", local_files_only=True).encode(SENTENCES)
     assert np.abs(theirs - ours).max() < 1e-5
