@@ -74,6 +74,9 @@ def test_an_unreadable_checkpoint_is_set_aside_and_the_run_starts_afresh(smoke_r
 def test_cache_hit_and_force(tmp_path, monkeypatch):
     kwargs = dict(results_root=tmp_path / "r", work_root=tmp_path / "w")
     first = train(SMOKE, **kwargs)
+    from sre_repro.settings import readable_mode
+    record_file = runs.run_path("simcse", first["config"], tmp_path / "r")
+    assert record_file.stat().st_mode & 0o777 == readable_mode()  # 0644 under umask 022 (mkstemp gave 0600)
     monkeypatch.setattr("sre_repro.train.get_method", None)  # any recomputation would now fail
     assert train(SMOKE, **kwargs)["metrics"] == first["metrics"]
     with pytest.raises(TypeError):
