@@ -65,11 +65,17 @@ IPYTHON_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
 
 
 @lru_cache(maxsize=None)
-def notebook_parameters(notebook: str) -> tuple[str, ...]:
-    """The parameters a chapter's notebook declares (its cell tagged `parameters`, as papermill reads it)."""
+def notebook_parameters(notebook: str) -> dict[str, str]:
+    """The parameters a chapter's notebook declares (its cell tagged `parameters`, as papermill reads it): name ->
+    the type its annotation states."""
     import papermill
 
-    return tuple(papermill.inspect_notebook(str(REPO_ROOT / "notebooks" / f"{notebook}.ipynb")))
+    found = papermill.inspect_notebook(str(REPO_ROOT / "notebooks" / f"{notebook}.ipynb"))
+    return {name: p["inferred_type_name"] for name, p in found.items()}
+
+
+# a value papermill may hand a parameter of each declared type (a list also as its text: as_list reads it)
+ACCEPTED = {"str": (str,), "bool": (bool,), "int": (int,), "float": (int, float), "list": (list, tuple, str)}
 
 
 def check_parameters(notebook: str, namespace: dict) -> None:
@@ -83,6 +89,14 @@ def check_parameters(notebook: str, namespace: dict) -> None:
     if unknown:
         raise SreError(f"unknown parameter {unknown[0]!r} for notebooks/{notebook}.ipynb: the known ones are "
                        f"{', '.join(known)} (papermill --help-notebook notebooks/{notebook}.ipynb)")
+    for name, kind in known.items():
+        value = namespace.get(name)
+        wrong = not isinstance(value, ACCEPTED.get(kind, (object,))) or (kind in ("int", "float") and isinstance(value, bool))
+        if name in namespace and wrong:
+            takes, example = {"bool": ("True or False", "True"), "int": ("a whole number", "3"),
+                              "float": ("a number", "0.1"), "list": ("a list", '"[1, 2]"')}.get(kind, ("text", "x"))
+            raise SreError(f"parameter {name} of notebooks/{notebook}.ipynb takes {takes}, got {value!r}: write e.g. "
+                           f"-p {name} {example}")
 
 
 def _check_scale(scale: str) -> None:

@@ -191,7 +191,8 @@ def _train_epilog() -> str:
                       wrap(f"the cpu preset: {', '.join(f'{k}={v}' for k, v in SCALE_PRESETS['cpu'].items())}")])
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(train_help: bool = False) -> argparse.ArgumentParser:
+    """The parser; `train_help`: with `train --help`'s list of methods and defaults (it imports every method)."""
     p = argparse.ArgumentParser(prog="sre-repro", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -212,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--force", action="store_true", help="recompute even if cached")
     ev.set_defaults(func=cmd_eval)
 
-    tr = sub.add_parser("train", help="one training run (cached)", epilog=_train_epilog(),
+    tr = sub.add_parser("train", help="one training run (cached)", epilog=_train_epilog() if train_help else None,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     tr.add_argument("--method", help="the method to train (default: simcse, or the config's method)")
     tr.add_argument("--config", help="YAML file of key: value overrides")
@@ -279,7 +280,8 @@ def _end_progress_bars() -> None:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(train_help=bool(argv) and argv[0] == "train" and ("-h" in argv or "--help" in argv)).parse_args(argv)
     notices = logging.getLogger("sre_repro")
     if not any(isinstance(h, _Stderr) for h in notices.handlers):
         notices.addHandler(_Stderr())

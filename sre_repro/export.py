@@ -75,9 +75,12 @@ def export(run: str, to, results_root=None, data_dir=None) -> Path:
         raise SreError(f"{out} is not empty: export into a new folder")
     record = find_record(run, results_root)
     cfg = record["config"]
+    try:  # before any training the kept weights may need
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SreError(f"cannot create {out} ({exc.strerror}): export into a new folder you can write") from None
     method = trained_method(cfg, device="cpu", data_dir=data_dir)
     encoder, pooler = method.encoder, cfg["eval_pooler"]
-    out.mkdir(parents=True, exist_ok=True)
     encoder.model.save_pretrained(out)
     encoder.tokenizer.save_pretrained(out)
 

@@ -175,7 +175,10 @@ def content_digest(record: dict) -> str:
 def set_aside(path: Path, why: str) -> None:
     """Move a record that may not be served out of the store's way (never deleted), saying so on one line."""
     aside = path.with_name(f"{path.name}.{time.strftime('%Y%m%dT%H%M%S')}.set-aside")
-    path.replace(aside)
+    try:
+        path.replace(aside)
+    except FileNotFoundError:  # another process reading the same record set it aside first
+        return
     print(f"sre-repro: record {path} {why}: set aside as {aside.name}; it will be recomputed", file=sys.stderr)
 
 

@@ -3,6 +3,7 @@ knob's type. Imports nothing from the package but errors.py, so every layer abov
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from pathlib import Path
 
 from .errors import SreError
@@ -57,9 +58,11 @@ def require_positive(cfg: dict, *keys: str) -> None:
             raise SreError(f"{key} must be positive, got {cfg[key]}")
 
 
+@lru_cache(maxsize=1)
 def readable_mode() -> int:
     """The mode a newly created file gets here (0644 under the usual umask 022): for files written through
-    mkstemp (0600), so records and downloads are as readable as any other file."""
+    mkstemp (0600), so records and downloads are as readable as any other file. Read once (reading the umask
+    sets it for an instant)."""
     mask = os.umask(0)
     os.umask(mask)
     return 0o666 & ~mask

@@ -17,14 +17,18 @@ added module (and the PLM) moved from its starting weights, ||W - W0|| / ||W0||,
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import math
 import os
+import pickle
 import random
 import shutil
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -54,14 +58,25 @@ def _save_torch_atomic(obj, path: Path) -> None:
     tmp.replace(path)
 
 
-def _load_checkpoint(path: Path) -> dict | None:
-    """A resumable checkpoint, or None (set aside, said on one line) when it cannot be read."""
-    try:
-        return torch.load(path, weights_only=False)
-    except Exception:  # a truncated or foreign file: torch raises several kinds
-        aside = path.with_name(f"{path.name}.{time.strftime('%Y%m%dT%H%M%S')}.set-aside")
+# what torch.load raises on a truncated or foreign file (a GPU-saved file is read onto the CPU, never refused)
+UNREADABLE = (RuntimeError, EOFError, ValueError, pickle.UnpicklingError, zipfile.BadZipFile)
+
+
+def _set_aside(path: Path) -> Path:
+    """Move an unreadable file out of the way (never deleted); another process may have moved it already."""
+    aside = path.with_name(f"{path.name}.{time.strftime('%Y%m%dT%H%M%S')}.set-aside")
+    with contextlib.suppress(FileNotFoundError):
         path.replace(aside)
-        print(f"sre-repro: checkpoint {path} is unreadable: set aside as {aside.name}; starting the run afresh",
+    return aside
+
+
+def _load_checkpoint(path: Path, then: str = "starting the run afresh") -> dict | None:
+    """A checkpoint's content, or None (set aside, said on one line, `then` saying what follows) when it cannot
+    be read."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=False)
+    except UNREADABLE:
+        print(f"sre-repro: checkpoint {path} is unreadable: set aside as {_set_aside(path).name}; {then}",
               file=sys.stderr)
         return None
 
@@ -289,7 +304,12 @@ def _finish(run: _Run, results_root) -> dict:
     if not distributed.is_main():
         distributed.barrier()
         return runs.read(cfg["method"], cfg, results_root)
-    method.load_state_dict(torch.load(run.work / "best.pt", weights_only=False))
+    best = _load_checkpoint(run.work / "best.pt", then="the run cannot be finished from it")
+    if best is None:
+        _set_aside(run.work / "last.pt")  # so that the next request retrains rather than resuming at the end
+        raise SreError(f"the best checkpoint of {cfg['method']} run {run.work.name} was unreadable (set aside with "
+                       "its last.pt): run the command again to retrain it")
+    method.load_state_dict(best)
     final = method.finish()
     result = {"metrics": {**final, f"{method.selection_metric}_best": state["best"], "best_step": state["best_step"]},
               "dev_curve": state["curve"], "steps": state["step"], "n_train_examples": len(run.examples),
@@ -383,13 +403,23 @@ def kept_checkpoint(overrides: dict, data_dir=None) -> Path:
         with tempfile.TemporaryDirectory() as results:  # only the weights are wanted, not another record
             train(overrides, data_dir=data_dir, results_root=results)
     best = work / "best.pt"
-    saved = models / f"{stem}-{hashlib.sha256(best.read_bytes()).hexdigest()[:12]}.pt"
+    saved = models / f"{stem}-{_file_digest(str(best), best.stat().st_size, best.stat().st_mtime_ns)}.pt"
     if not saved.exists():
         models.mkdir(parents=True, exist_ok=True)
         tmp = saved.with_name(f".{saved.name}.{os.getpid()}.tmp")
         shutil.copyfile(best, tmp)
         tmp.replace(saved)
     return saved
+
+
+@functools.lru_cache(maxsize=64)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    """A file's content hash, read in chunks; cached while its size and time stay."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(functools.partial(f.read, 1 << 24), b""):
+            h.update(block)
+    return h.hexdigest()[:12]
 
 
 def _finished_here(kind: str, cfg: dict, work: Path) -> bool:
@@ -399,7 +429,7 @@ def _finished_here(kind: str, cfg: dict, work: Path) -> bool:
     record = runs.read(kind, cfg)
     if record is None or record["stale"] or not (work / "last.pt").exists() or not (work / "best.pt").exists():
         return False
-    state = _load_checkpoint(work / "last.pt")
+    state = _load_checkpoint(work / "last.pt", then="the run's weights will be retrained")
     return (state is not None and state.get("origin") == checkpoint_origin(kind, cfg)
             and state["state"]["step"] == record["steps"] and state["state"]["best_step"] == record["metrics"]["best_step"])
 
@@ -409,14 +439,12 @@ def _load_kept(saved: Path, kind: str, cfg: dict) -> dict:
     it came from (best.pt, and last.pt so that the next request retrains instead of resuming at the end), and the
     request refused in one line."""
     try:
-        return torch.load(saved, weights_only=False)
-    except Exception:  # a truncated or foreign file: torch raises several kinds
+        return torch.load(saved, map_location="cpu", weights_only=False)
+    except UNREADABLE:
         work = runs.work_dir() / kind / runs.config_hash(cfg)
-        stamp = time.strftime("%Y%m%dT%H%M%S")
         copies = saved.parent.glob(f"{saved.name.rsplit('-', 1)[0]}-*.pt")
         for path in (*copies, work / "best.pt", work / "last.pt"):
-            if path.exists():
-                path.replace(path.with_name(f"{path.name}.{stamp}.set-aside"))
+            _set_aside(path)
         raise SreError(f"the kept weights of {kind} run {runs.config_hash(cfg)} ({saved.name}) are unreadable: set "
                        "aside with the run's checkpoints; run the command again to retrain them") from None
 

@@ -118,7 +118,7 @@ def test_every_notebook_parameter_has_a_type_and_one_line_of_help(notebook):
     params = papermill.inspect_notebook(str(book.REPO_ROOT / "notebooks" / f"{notebook}.ipynb"))
     assert params and all(p["inferred_type_name"] in ("str", "int", "float", "bool", "list") and p["help"]
                           for p in params.values()), params
-    assert set(book.notebook_parameters(notebook)) == set(params)
+    assert book.notebook_parameters(notebook) == {name: p["inferred_type_name"] for name, p in params.items()}
 
 
 def test_an_unknown_notebook_parameter_stops_the_chapter_with_the_known_ones():
@@ -129,6 +129,13 @@ def test_an_unknown_notebook_parameter_stops_the_chapter_with_the_known_ones():
     with pytest.raises(SreError, match=r"unknown parameter 'scal' for notebooks/01_simcse.ipynb: the known ones are "
                                        r"scale, model_name, seeds, precision, supervised, data_dir, force"):
         book.check_parameters("01_simcse", {**namespace, "scal": "smoke"})
+    # a value of the wrong type: "no" would read as true, "abc" would fail deep in the chapter
+    with pytest.raises(SreError, match=r"parameter force of notebooks/01_simcse.ipynb takes True or False, got 'no': "
+                                       r"write e.g. -p force True"):
+        book.check_parameters("01_simcse", {**namespace, "force": "no"})
+    with pytest.raises(SreError, match="parameter supervised_seeds of notebooks/paser.ipynb takes a whole number"):
+        book.check_parameters("paser", {"supervised_seeds": "abc"})
+    book.check_parameters("paser", {"supervised_seeds": 2, "seeds": "[1, 2]", "force": False, "scale": "smoke"})
     # in a notebook, the error renders as the CLI's one line instead of a traceback
     assert SreError("x")._render_traceback_() == ["sre-repro: error: x"]
 

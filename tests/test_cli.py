@@ -179,7 +179,7 @@ T = ["train", "--method", "simcse", "--set", "scale=smoke", "--set"]  # one knob
     (["export", "{tmp}/string_metric.json", "--to", "{tmp}/out"], "does not match its digest"),
     (["export", "simcse/0e31b568a0089c7a", "--to", "{tmp}/full"], "is not empty: export into a new folder"),
 ])
-def test_more_bad_input_is_one_line_and_exit_2(args, message, tmp_path, capsys, monkeypatch):
+def test_more_bad_input_is_one_line_and_exit_2(args, message, tmp_path, capfd, monkeypatch):
     """In-process (no interpreter start per case): the one line, exit 2, and neither a committed record nor a
     checkpoint touched."""
     from sre_repro.cli import main
@@ -192,9 +192,15 @@ def test_more_bad_input_is_one_line_and_exit_2(args, message, tmp_path, capsys, 
     state = lambda: {p: (p.stat().st_mtime_ns, p.stat().st_size)  # noqa: E731
                      for p in [*(REPO_ROOT / "results").rglob("*.json"), *work.rglob("*.pt")]}
     before = state()
+    if any(a in ("device=cuda", "precision=fp16") for a in args):
+        import torch
+        if torch.cuda.is_available():
+            pytest.skip("a GPU is visible here: these settings are valid")
+    capfd.readouterr()
     assert main([a.replace("{tmp}", str(tmp)) for a in args]) == 2
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("sre-repro: error:") and message in lines[0], lines
+    out, err = capfd.readouterr()  # file descriptors: what C code writes straight to stderr counts too
+    lines = err.strip().splitlines()
+    assert out == "" and len(lines) == 1 and lines[0].startswith("sre-repro: error:") and message in lines[0], lines
     assert state() == before
 
 
@@ -232,3 +238,27 @@ def test_train_without_method_says_it_trains_simcse(capsys):
         "sre-repro: no --method given: training simcse (the default)",
         "sre-repro: error: data dir /no/such/data (--data-dir) does not exist: pass --data-dir, set SRE_REPRO_DATA, "
         "or run `make data` to link ../shared/data to ./data"]
+
+
+def test_train_help_lists_the_methods_and_the_defaults(capsys):
+    from sre_repro.cli import build_parser, main
+
+    with pytest.raises(SystemExit) as done:
+        main(["train", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert done.value.code == 0 and "methods and their own knobs: byop (" in out and "simcse (temperature, pooler" in out
+    assert "lr=3e-05" in out and "the cpu preset: model_name=sre-bert" in out
+    # other commands do not build it (it imports every method)
+    assert build_parser()._subparsers._group_actions[0].choices["train"].epilog is None
+
+
+def test_an_error_closes_an_open_progress_bar_first():
+    """So the error starts on its own line rather than after a bar's last frame."""
+    from tqdm import tqdm
+
+    from sre_repro.cli import _end_progress_bars
+
+    bar = tqdm(total=10)
+    bar.update(3)
+    _end_progress_bars()
+    assert bar not in getattr(tqdm, "_instances", set()) and bar.n == 3
