@@ -112,7 +112,7 @@ def load_yaml(path) -> dict:
         raise SreError(f"config file {path} is not valid YAML{f' (line {where.line + 1})' if where else ''}: "
                        "write key: value lines") from None
     if not isinstance(data, dict):
-        raise SreError(f"config file {path} must be a mapping of key: value lines")
+        raise SreError(f"config file {path} must be a mapping: write key: value lines, e.g. lr: 3.0e-5")
     return data
 
 
@@ -159,23 +159,24 @@ def validate(cfg: dict, method_cls) -> None:
                        "in-batch negatives, use batch_size >= 2")
     for key, value in cfg.items():
         if isinstance(value, float) and not math.isfinite(value):
-            raise SreError(f"parameter {key} must be a finite number, got {value}")
+            raise SreError(f"parameter {key} must be a finite number, got {value}: give a number, e.g. --set {key}=0.1")
     if not 0 <= cfg["seed"] < 2 ** 32:
-        raise SreError(f"seed must lie in [0, 2**32), got {cfg['seed']}")
+        raise SreError(f"seed must lie in [0, 2**32), got {cfg['seed']}: give e.g. --set seed=42")
     if cfg["max_len"] > 512:
         raise SreError(f"max_len {cfg['max_len']} is longer than the PLMs' 512 positions: use max_len <= 512")
     for key in ("lr", "epochs", "eval_steps"):
         if cfg[key] <= 0:
-            raise SreError(f"parameter {key} must be positive, got {cfg[key]}")
+            raise SreError(f"parameter {key} must be positive, got {cfg[key]}: give a value above 0")
     if cfg["head_lr"] <= 0:
         raise SreError(f"parameter head_lr must be positive (leave it unset for the same as lr), got {cfg['head_lr']}")
     if not 0 <= cfg["warmup_ratio"] <= 1:
-        raise SreError(f"parameter warmup_ratio must lie in [0, 1] (a share of the steps), got {cfg['warmup_ratio']}")
+        raise SreError(f"parameter warmup_ratio must lie in [0, 1] (a share of the steps), got {cfg['warmup_ratio']}: "
+                       "give e.g. --set warmup_ratio=0.1")
     if not 0 <= cfg["head_warmup_ratio"] <= 1:
         raise SreError(f"parameter head_warmup_ratio must lie in [0, 1] (leave it unset for warmup_ratio), "
                        f"got {cfg['head_warmup_ratio']}")
     for key in ("max_steps", "max_train_examples", "checkpoint_steps", "weight_decay", "warmup_ratio", "grad_clip",
                 "eval_max_pairs", "patience", "min_delta"):
         if cfg[key] < 0:
-            raise SreError(f"parameter {key} must be >= 0, got {cfg[key]}")
+            raise SreError(f"parameter {key} must be >= 0, got {cfg[key]}: give 0 or more")
     method_cls.validate(cfg)

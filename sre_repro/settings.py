@@ -27,6 +27,11 @@ def work_dir(path=None) -> Path:
     return Path(path or os.environ.get("SRE_REPRO_WORK") or REPO_ROOT / "work")
 
 
+# how a value of each knob type is written (the fix a type error names)
+EXAMPLES = {int: "write a whole number, e.g. 3", float: "write a number, e.g. 3e-5", bool: "write true or false",
+            str: "write text"}
+
+
 def coerce(key: str, value, typ):
     """Convert a --set string, or check a YAML value, against a field's type."""
     typ = {"int": int, "float": float, "str": str, "bool": bool}.get(typ, typ) if isinstance(typ, str) else typ
@@ -39,11 +44,13 @@ def coerce(key: str, value, typ):
                 return text.lower() in ("true", "1", "yes")
             return typ(text)
         except ValueError:
-            raise SreError(f"parameter {key} expects {typ.__name__}, got {value!r}") from None
+            raise SreError(f"parameter {key} expects {typ.__name__}, got {value!r}: "
+                           f"{EXAMPLES.get(typ, 'fix its value')}") from None
     if typ is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
-        raise SreError(f"parameter {key} expects {typ.__name__}, got {value!r} ({type(value).__name__})")
+        raise SreError(f"parameter {key} expects {typ.__name__}, got {value!r} ({type(value).__name__}): "
+                       f"{EXAMPLES.get(typ, 'fix its value')}")
     return value
 
 
@@ -55,7 +62,7 @@ def require_choice(cfg: dict, key: str, allowed) -> None:
 def require_positive(cfg: dict, *keys: str) -> None:
     for key in keys:
         if cfg[key] <= 0:
-            raise SreError(f"{key} must be positive, got {cfg[key]}")
+            raise SreError(f"{key} must be positive, got {cfg[key]}: give a value above 0")
 
 
 @lru_cache(maxsize=1)

@@ -167,7 +167,7 @@ T = ["train", "--method", "simcse", "--set", "scale=smoke", "--set"]  # one knob
     (T + ["precision=fp16"], "precision fp16 needs a GPU"),
     # every file the CLI reads: missing, a folder, of the wrong kind
     (["train", "--config", "{tmp}/a_folder"], "is a folder: give a YAML file"),
-    (["train", "--config", "{tmp}/list.yaml"], "must be a mapping of key: value lines"),
+    (["train", "--config", "{tmp}/list.yaml"], "must be a mapping: write key: value lines"),
     (["train", "--config", "{tmp}/unknown.yaml"], "unknown parameter 'lrr' for method simcse"),
     (["train", "--method", "simcse", "--set", "scale=smoke", "--data-dir", "{tmp}/plain.txt"], "is a file, not a folder"),
     (["eval", "--model", "{tmp}/plain.txt"], "is a file, not a model folder"),
