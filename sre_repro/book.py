@@ -90,9 +90,10 @@ def check_parameters(notebook: str, namespace: dict) -> None:
         raise SreError(f"unknown parameter {unknown[0]!r} for notebooks/{notebook}.ipynb: the known ones are "
                        f"{', '.join(known)} (papermill --help-notebook notebooks/{notebook}.ipynb)")
     for name, kind in known.items():
-        value = namespace.get(name)
-        wrong = not isinstance(value, ACCEPTED.get(kind, (object,))) or (kind in ("int", "float") and isinstance(value, bool))
-        if name in namespace and wrong:
+        if name not in namespace:
+            continue
+        value = namespace[name]
+        if not isinstance(value, ACCEPTED.get(kind, (object,))) or (kind in ("int", "float") and isinstance(value, bool)):
             takes, example = {"bool": ("True or False", "True"), "int": ("a whole number", "3"),
                               "float": ("a number", "0.1"), "list": ("a list", '"[1, 2]"')}.get(kind, ("text", "x"))
             raise SreError(f"parameter {name} of notebooks/{notebook}.ipynb takes {takes}, got {value!r}: write e.g. "

@@ -11,12 +11,14 @@ The folder's root is a plain HF model (config, weights, tokenizer: `AutoModel.fr
 """
 import contextlib
 import json
+import sys
 from pathlib import Path
 
 import torch
 
 from . import runs
 from .errors import SreError
+from .methods import get_method
 from .settings import readable_mode
 from .train import trained_method
 
@@ -115,12 +117,11 @@ def export(run: str, to, results_root=None, data_dir=None) -> Path:
 def model_card(record: dict, out: Path) -> str:
     """The exported folder's README: what run it is, its scores, and how to load it (and what AutoModel gives)."""
     from .data.sts import STS_TASKS
-    from .methods import source_file
 
     cfg, metrics = record["config"], record["metrics"]
     sts = metrics.get("sts", {})
     scores = " | ".join(f"{sts[t]:.2f}" for t in [*STS_TASKS, "avg"] if t in sts)
-    paragraph = " ".join(source_file(cfg["method"]).read_text().split('"""')[1].strip().split("\n\n")[0].split())
+    paragraph = " ".join(sys.modules[get_method(cfg["method"]).__module__].__doc__.strip().split("\n\n")[0].split())
     about = paragraph.split(": ")[0]  # what the method file's docstring names it
     knobs = ", ".join(f"{k}={cfg[k]}" for k in ("model_name", "train_data", "max_steps", "batch_size", "max_len", "lr",
                                                    "head_lr", "seed", "eval_pooler") if k in cfg)

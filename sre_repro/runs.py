@@ -118,8 +118,13 @@ def write_json_atomic(path: Path, data) -> None:
             os.unlink(tmp)
 
 
-@functools.lru_cache(maxsize=16)
-def _weights_hash(files: tuple[tuple[str, int, int], ...]) -> str:
+def files_hash(files) -> str:
+    """The content hash of files read in order (16 hex digits); remembered while each file's size and time stay."""
+    return _files_hash(tuple((str(f), Path(f).stat().st_size, Path(f).stat().st_mtime_ns) for f in files))
+
+
+@functools.lru_cache(maxsize=64)
+def _files_hash(files: tuple[tuple[str, int, int], ...]) -> str:
     h = hashlib.sha256()
     for name, _, _ in files:
         with open(name, "rb") as f:
@@ -143,7 +148,7 @@ def model_fingerprint(model_name: str | None) -> str | None:
     files = sorted([*folder.glob("*.safetensors"), *folder.glob("*.bin")]) if folder.is_dir() else []
     if not files:
         return None
-    return _weights_hash(tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files))
+    return files_hash(files)
 
 
 def stale_reasons(record: dict, root=None) -> list[str]:
@@ -172,14 +177,21 @@ def content_digest(record: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def set_aside(path: Path, why: str) -> None:
-    """Move a record that may not be served out of the store's way (never deleted), saying so on one line."""
+def move_aside(path: Path) -> Path | None:
+    """Move a file that may not be used out of the way (never deleted): its new path, or None when another
+    process moved it first."""
     aside = path.with_name(f"{path.name}.{time.strftime('%Y%m%dT%H%M%S')}.set-aside")
     try:
         path.replace(aside)
-    except FileNotFoundError:  # another process reading the same record set it aside first
-        return
-    print(f"sre-repro: record {path} {why}: set aside as {aside.name}; it will be recomputed", file=sys.stderr)
+    except FileNotFoundError:
+        return None
+    return aside
+
+
+def set_aside(path: Path, why: str) -> None:
+    """Move a record that may not be served out of the store's way, saying so on one line."""
+    if aside := move_aside(path):
+        print(f"sre-repro: record {path} {why}: set aside as {aside.name}; it will be recomputed", file=sys.stderr)
 
 
 def read(kind: str, cfg: dict, root=None) -> dict | None:
@@ -230,13 +242,15 @@ def lookup(kind: str, cfg: dict, root=None, force: bool = False, allow_stale: bo
     result = read(kind, cfg, root)
     if result is None:
         return None
-    where = shown_path(run_path(kind, cfg, root))
     if result["stale"] and not allow_stale:
-        log.info(f"stale: {where} ({'; '.join(stale_reasons(result, root))}): recomputing")
+        if log.isEnabledFor(logging.INFO):  # the reasons and the path cost a fingerprint read and a resolve
+            log.info(f"stale: {shown_path(run_path(kind, cfg, root))} ({'; '.join(stale_reasons(result, root))}): "
+                     "recomputing")
         return None
     if result["stale"]:
         SERVED_STALE.append(f"{kind}/{result['config_hash']}")
-    log.info(f"cached{' (stale)' if result['stale'] else ''}: {where}")
+    if log.isEnabledFor(logging.INFO):
+        log.info(f"cached{' (stale)' if result['stale'] else ''}: {shown_path(run_path(kind, cfg, root))}")
     return result
 
 

@@ -17,8 +17,6 @@ added module (and the PLM) moved from its starting weights, ||W - W0|| / ||W0||,
 """
 from __future__ import annotations
 
-import contextlib
-import functools
 import hashlib
 import math
 import os
@@ -62,22 +60,15 @@ def _save_torch_atomic(obj, path: Path) -> None:
 UNREADABLE = (RuntimeError, EOFError, ValueError, pickle.UnpicklingError, zipfile.BadZipFile)
 
 
-def _set_aside(path: Path) -> Path:
-    """Move an unreadable file out of the way (never deleted); another process may have moved it already."""
-    aside = path.with_name(f"{path.name}.{time.strftime('%Y%m%dT%H%M%S')}.set-aside")
-    with contextlib.suppress(FileNotFoundError):
-        path.replace(aside)
-    return aside
-
-
 def _load_checkpoint(path: Path, then: str = "starting the run afresh") -> dict | None:
     """A checkpoint's content, or None (set aside, said on one line, `then` saying what follows) when it cannot
     be read."""
     try:
         return torch.load(path, map_location="cpu", weights_only=False)
     except UNREADABLE:
-        print(f"sre-repro: checkpoint {path} is unreadable: set aside as {_set_aside(path).name}; {then}",
-              file=sys.stderr)
+        aside = runs.move_aside(path)
+        print(f"sre-repro: checkpoint {path} is unreadable: "
+              f"{f'set aside as {aside.name}' if aside else 'another process set it aside'}; {then}", file=sys.stderr)
         return None
 
 
@@ -306,7 +297,7 @@ def _finish(run: _Run, results_root) -> dict:
         return runs.read(cfg["method"], cfg, results_root)
     best = _load_checkpoint(run.work / "best.pt", then="the run cannot be finished from it")
     if best is None:
-        _set_aside(run.work / "last.pt")  # so that the next request retrains rather than resuming at the end
+        runs.move_aside(run.work / "last.pt")  # so that the next request retrains rather than resuming at the end
         raise SreError(f"the best checkpoint of {cfg['method']} run {run.work.name} was unreadable (set aside with "
                        "its last.pt): run the command again to retrain it")
     method.load_state_dict(best)
@@ -403,23 +394,13 @@ def kept_checkpoint(overrides: dict, data_dir=None) -> Path:
         with tempfile.TemporaryDirectory() as results:  # only the weights are wanted, not another record
             train(overrides, data_dir=data_dir, results_root=results)
     best = work / "best.pt"
-    saved = models / f"{stem}-{_file_digest(str(best), best.stat().st_size, best.stat().st_mtime_ns)}.pt"
+    saved = models / f"{stem}-{runs.files_hash([best])}.pt"
     if not saved.exists():
         models.mkdir(parents=True, exist_ok=True)
         tmp = saved.with_name(f".{saved.name}.{os.getpid()}.tmp")
         shutil.copyfile(best, tmp)
         tmp.replace(saved)
     return saved
-
-
-@functools.lru_cache(maxsize=64)
-def _file_digest(path: str, size: int, mtime_ns: int) -> str:
-    """A file's content hash, read in chunks; cached while its size and time stay."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(functools.partial(f.read, 1 << 24), b""):
-            h.update(block)
-    return h.hexdigest()[:12]
 
 
 def _finished_here(kind: str, cfg: dict, work: Path) -> bool:
@@ -444,7 +425,7 @@ def _load_kept(saved: Path, kind: str, cfg: dict) -> dict:
         work = runs.work_dir() / kind / runs.config_hash(cfg)
         copies = saved.parent.glob(f"{saved.name.rsplit('-', 1)[0]}-*.pt")
         for path in (*copies, work / "best.pt", work / "last.pt"):
-            _set_aside(path)
+            runs.move_aside(path)
         raise SreError(f"the kept weights of {kind} run {runs.config_hash(cfg)} ({saved.name}) are unreadable: set "
                        "aside with the run's checkpoints; run the command again to retrain them") from None
 

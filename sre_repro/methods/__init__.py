@@ -16,7 +16,3 @@ def get_method(name: str):
     if name not in available():
         raise SreError(f"unknown method {name!r}: choose from {', '.join(available())}")
     return importlib.import_module(f"{__name__}.{name}").METHOD
-
-
-def source_file(name: str) -> Path:
-    return Path(__file__).parent / f"{name}.py"
