@@ -21,7 +21,7 @@ from sre_repro.encoder import REPO_ROOT
 NOTEBOOKS = sorted((p.stem for p in (REPO_ROOT / "notebooks").glob("*.ipynb")), key=lambda n: (n == "verdict_board", n))
 # chapter -> (tables, figures) it must render at least
 EXPECTED = {"00_baselines": (4, 1), "00b_stand_in_plm": (7, 2), "01_simcse": (3, 2), "sarcse": (12, 2), "byop": (14, 4), "pt_bert": (14, 3), "slt_fai": (14, 7), "paser": (16, 3), "cpu_recipe": (4, 2),
-            "99_performance": (4, 0), "verdict_board": (1, 1)}
+            "99_performance": (4, 0), "verdict_board": (1, 1), "notation": (1, 0)}
 
 
 def test_notebooks_are_thin_sources():
@@ -36,9 +36,24 @@ def test_notebooks_are_thin_sources():
     assert set(NOTEBOOKS) == set(EXPECTED)
 
 
+
+def test_every_notation_entry_is_linked_from_a_chapter_and_every_link_has_an_entry():
+    def markdown(name):
+        nb = nbformat.read(REPO_ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+        return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+    entries = re.findall(r"^\((notation-[\w-]+)\)=$", markdown("notation"), re.M)
+    assert len(entries) >= 9  # encoder, InfoNCE, STS, dev, rule, engagement, geometry, effects, verdicts, scales
+    chapters = {name: markdown(name) for name in NOTEBOOKS if name != "notation"}
+    for entry in entries:
+        assert any(f"<{entry}>" in text for text in chapters.values()), f"no chapter links {entry}"
+    for name, text in chapters.items():
+        for link in re.findall(r"<(notation-[\w-]+)>", text):
+            assert link in entries, f"{name} links {link}, which the notation page does not define"
+
 # Seconds each chapter took at smoke scale alone on the 2-core build machine (to balance the two lanes below)
 SMOKE_SECONDS = {"slt_fai": 138, "byop": 112, "paser": 95, "sarcse": 77, "cpu_recipe": 68, "00_baselines": 49,
-                 "pt_bert": 44, "01_simcse": 60, "00b_stand_in_plm": 26, "99_performance": 3}
+                 "pt_bert": 44, "01_simcse": 60, "00b_stand_in_plm": 26, "notation": 8, "99_performance": 3}
 
 
 def _lanes(names: list[str]) -> list[list[str]]:
