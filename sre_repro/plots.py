@@ -22,6 +22,28 @@ def dev_curves(groups: dict[str, list[dict]], metric: str = "stsb_dev", ylabel: 
     return fig
 
 
+def dev_curve_panels(panels: dict[str, dict[str, dict]], metric: str = "stsb_dev", columns: int = 3):
+    """One panel per title (a method), one line per run in it (labelled by its setting), a star at each run's kept
+    checkpoint: many runs' curves stay readable side by side."""
+    rows = -(-len(panels) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(3.6 * columns, 2.5 * rows), sharex=True, squeeze=False)
+    for ax, (title, runs) in zip(axes.flat, panels.items()):
+        for color, (label, r) in zip(sns.color_palette("colorblind", len(runs)), runs.items()):
+            curve = r["dev_curve"]
+            ax.plot([p["step"] for p in curve], [p[metric] for p in curve], color=color, marker="o", markersize=2,
+                    linewidth=1, label=label)
+            ax.scatter([r["metrics"]["best_step"]], [r["metrics"]["stsb_dev_best"]], color=color, marker="*", s=60)
+        ax.set_title(title, fontsize=10)
+        ax.legend(frameon=False, fontsize=7)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    fig.supxlabel("training step")
+    fig.supylabel("STS-B dev Spearman x 100")
+    sns.despine(fig)
+    fig.tight_layout()
+    return fig
+
+
 def alignment_uniformity(groups: dict[str, list[dict]], baselines: dict[str, dict] | None = None):
     """Wang & Isola's plane (SimCSE Fig. 2): each run's path through (uniformity, alignment) during training,
     lower-left is better; the arrow's head is the last evaluation. `baselines`: name -> geometry dict."""

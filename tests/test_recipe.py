@@ -184,3 +184,34 @@ def test_the_appendix_tables_keep_their_own_columns():
     study = recipe.convergence_table({"a": record, "b": {**record, "convergence": {"flag": None}}})
     assert list(study.columns) == ["STS-B dev (best)", "kept step", "steps trained", "flag"]
     assert list(study["flag"]) == ["still improving at the cap", "–"] and study.loc["a", "STS-B dev (best)"] == 61.23
+
+
+def test_the_cap_is_the_first_that_a_longer_run_does_not_beat_by_the_tolerance():
+    from sre_repro.chapters import recipe
+
+    def record(best, still_improving):
+        return {"metrics": {"stsb_dev_best": best}, "convergence": {"still_improving_at_cap": still_improving}}
+
+    def chain(store):
+        return recipe.cap_chain(recipe.study_overrides("simcse_sup", "cpu", 3e-4), lambda o: store.get(o["max_steps"]))
+
+    assert recipe.STUDY_CAPS["cpu"] == [600, 1200] and recipe.RULE_TOLERANCE == 0.25
+    assert [o["max_steps"] for o, _ in chain({600: record(60.0, False), 1200: record(70.0, False)})] == [600]
+    assert recipe.chosen_cap(chain({600: record(60.0, False)})) == 600  # stopped by the rule: no longer run needed
+    assert recipe.chosen_cap(chain({600: record(60.0, True)})) is None  # still improving: waits for the 1200 run
+    assert recipe.chosen_cap(chain({600: record(60.0, True), 1200: record(60.2, False)})) == 600  # +0.2 < 0.25
+    assert recipe.chosen_cap(chain({600: record(60.0, True), 1200: record(60.3, False)})) == 1200
+    assert recipe.chosen_cap(chain({600: record(60.0, True), 1200: record(61.0, True)})) == 1200  # the longest
+    # the appendix's table: the cap beside the lr, named as study_records names the runs
+    lrs = {1e-4: 72.7, 3e-5: 72.5, 3e-4: 73.2}
+    records = {f"simcse_sup, lr {lr:g}": record(best, lr != 3e-5) for lr, best in lrs.items()}
+    assert recipe.study_choices(records, "cpu").loc["simcse_sup", "chosen cap"] == "pending"
+    records["simcse_sup, lr 0.0003, cap 1200"] = record(73.9, True)
+    row = recipe.study_choices(records, "cpu").loc["simcse_sup"]
+    assert (row["chosen lr"], row["chosen cap"]) == ("0.0003", "1200 (still improving)")
+    assert recipe.study_name({**recipe.study_overrides("paser", "cpu", 1e-4, 1e-2), "max_steps": 1200},
+                             head=True) == "paser, lr 0.0001, head_lr 0.01, cap 1200"
+    panels = recipe.study_panels({"paser, lr 0.0001, head_lr 0.01, cap 1200": records["simcse_sup, lr 0.0001"],
+                                  "simcse_sup, lr 0.0003": records["simcse_sup, lr 0.0003"]})
+    assert {m: list(p) for m, p in panels.items()} == {"paser": ["lr 0.0001, head_lr 0.01, cap 1200"],
+                                                       "simcse_sup": ["lr 0.0003"]}

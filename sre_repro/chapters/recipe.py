@@ -128,6 +128,10 @@ PRIOR_HEAD_LR = {"smoke": {}, "cpu": {"sarcse": 1e-3, "pt_bert": 1e-2, "slt_fai"
 # RULE_TOLERANCE points of STS-B dev of the study run's best
 RULE_CANDIDATES = {"patience": [3, 5, 8, 10], "min_delta": [0.0, 0.1, 0.25]}
 RULE_TOLERANCE = 0.25
+# The cap is chosen per method on dev as well: a method whose chosen setting is still improving at the study's cap
+# is run again at the next cap of STUDY_CAPS (the schedule decays over each run's own cap), and its cap is the first
+# whose run stopped by the rule, or whose best the next cap's run beats by less than RULE_TOLERANCE
+STUDY_CAPS = {"smoke": [12, 24], "cpu": [600, 1200]}
 # knobs counted in steps that the fixed 100-step presets set as a share of the run: the same share of the cap
 # (SLT-FAI's auxiliary losses start after 5 % of the run, ConSERT's share of its 10 epochs)
 STUDY_EXTRA = {"smoke": {}, "cpu": {"slt_fai": {"aux_warmup_steps": 30}}}
@@ -198,9 +202,10 @@ def chosen_rule(table: pd.DataFrame) -> tuple[int, float]:
 
 
 def study_records(scale: str, compute: bool = False, data_dir=None) -> dict[str, dict]:
-    """"method, lr x[, head_lr y]" -> the study's record, for every run of its first step and of the head_lr
-    grids (at each method's chosen lr, once its lr grid is complete): computed where missing when `compute`, else
-    only those in the store (the study is long: scripts/run_cpu_edition.py convergence fills it in the background)."""
+    """"method, lr x[, head_lr y][, cap z]" -> the study's record, for every run of its first step, of the head_lr
+    grids (at each method's chosen lr, once its lr grid is complete) and of the cap check (each method's chosen
+    setting at the longer caps it needs): computed where missing when `compute`, else only those in the store (the
+    study is long: scripts/run_cpu_edition.py convergence fills it in the background)."""
     from ..config import resolve
 
     get = ((lambda o: train(o, data_dir=data_dir, allow_stale=True)) if compute else
@@ -208,16 +213,81 @@ def study_records(scale: str, compute: bool = False, data_dir=None) -> dict[str,
     found = {}
     for overrides in study_plan(scale):
         if (record := get(overrides)) is not None:
-            found[f"{overrides['method']}, lr {overrides['lr']:g}"] = record
+            found[study_name(overrides)] = record
     for method in ADDED_MODULE_METHODS:
         lr_runs = {lr: found.get(f"{method}, lr {lr:g}") for lr in STUDY_GRIDS["lrs"][scale]}
         if not all(lr_runs.values()):
             continue
-        lr = chosen_setting(lr_runs)
         for head_lr in STUDY_GRIDS["head_lrs"][scale]:
-            if (record := get(study_overrides(method, scale, lr, head_lr))) is not None:
-                found[f"{method}, lr {lr:g}, head_lr {head_lr:g}"] = record
+            overrides = study_overrides(method, scale, chosen_setting(lr_runs), head_lr)
+            if (record := get(overrides)) is not None:
+                found[study_name(overrides, head=True)] = record
+    for method in STUDY_METHODS:
+        if (chosen := study_choice(found, method, scale)) is not None:
+            found.update({study_name(o, head=True): r for o, r in cap_chain(chosen, get)[1:]})
     return found
+
+
+def study_name(overrides: dict, head: bool = False) -> str:
+    """How the study's tables name a run: "method, lr x[, head_lr y][, cap z]" (head_lr for a run of a head_lr grid
+    or after it, the cap past the study's own)."""
+    name = f"{overrides['method']}, lr {overrides['lr']:g}"
+    if head and overrides["method"] in ADDED_MODULE_METHODS:
+        name += f", head_lr {overrides['head_lr']:g}"
+    if overrides["max_steps"] != STUDY[overrides["scale"]]["max_steps"]:
+        name += f", cap {overrides['max_steps']}"
+    return name
+
+
+def study_choice(records: dict[str, dict], method: str, scale: str) -> dict | None:
+    """The overrides of the method's chosen setting (its lr, then for a method with added modules its head_lr, each
+    best on STS-B dev) once its grids are complete in `records` (study_records' names), else None."""
+    lr_runs = {lr: records.get(f"{method}, lr {lr:g}") for lr in STUDY_GRIDS["lrs"][scale]}
+    if not all(lr_runs.values()):
+        return None
+    lr = chosen_setting(lr_runs)
+    if method not in ADDED_MODULE_METHODS:
+        return study_overrides(method, scale, lr)
+    heads = {h: records.get(f"{method}, lr {lr:g}, head_lr {h:g}") for h in STUDY_GRIDS["head_lrs"][scale]}
+    return study_overrides(method, scale, lr, chosen_setting(heads)) if all(heads.values()) else None
+
+
+def cap_chain(overrides: dict, get) -> list[tuple[dict, dict]]:
+    """(overrides, record) of a chosen setting at each cap of STUDY_CAPS it needs, from the study's own: the next
+    cap only while the last run was still improving at its cap; it ends at a run `get` does not have (None)."""
+    chain = []
+    for cap in STUDY_CAPS[overrides["scale"]]:
+        at_cap = {**overrides, "max_steps": cap}
+        if (record := get(at_cap)) is None:
+            break
+        chain.append((at_cap, record))
+        if not record["convergence"]["still_improving_at_cap"]:
+            break
+    return chain
+
+
+def chosen_cap(chain: list[tuple[dict, dict]]) -> int | None:
+    """The method's cap: the first of the chain whose run stopped by the rule, or whose best the next cap's run
+    beats by less than RULE_TOLERANCE (the longest when every run was still improving); None while the chain
+    waits for a longer run."""
+    for (at_cap, record), (_, longer) in zip(chain, chain[1:]):
+        gain = longer["metrics"]["stsb_dev_best"] - record["metrics"]["stsb_dev_best"]
+        if not record["convergence"]["still_improving_at_cap"] or gain < RULE_TOLERANCE:
+            return at_cap["max_steps"]
+    last_cap, last = chain[-1]
+    done = not last["convergence"]["still_improving_at_cap"] or last_cap["max_steps"] == STUDY_CAPS[last_cap["scale"]][-1]
+    return last_cap["max_steps"] if done else None
+
+
+def study_cap_runs(method: str, scale: str, model_name: str = "", data_dir=None, force: bool = False,
+                   allow_stale: bool = True) -> dict[int, dict]:
+    """cap -> the method's chosen setting at seed 42 at each cap it needs (its lr and head_lr grids computed first)."""
+    lr = chosen_setting(study_lr_runs(method, scale, model_name, data_dir, force, allow_stale))
+    head_lr = (chosen_setting(study_head_runs(method, scale, lr, model_name, data_dir, force, allow_stale))
+               if method in ADDED_MODULE_METHODS else None)
+    chain = cap_chain(study_overrides(method, scale, lr, head_lr, model_name),
+                      lambda o: train(o, data_dir=data_dir, force=force, allow_stale=allow_stale))
+    return {overrides["max_steps"]: record for overrides, record in chain}
 
 
 def convergence_table(records: dict[str, dict]) -> pd.DataFrame:
@@ -229,8 +299,18 @@ def convergence_table(records: dict[str, dict]) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
+def study_panels(records: dict[str, dict]) -> dict[str, dict[str, dict]]:
+    """method -> {its setting ("lr x[, head_lr y][, cap z]") -> record}: the study's runs grouped for one panel each."""
+    panels: dict[str, dict[str, dict]] = {}
+    for name, record in records.items():
+        method, setting = name.split(", ", 1)
+        panels.setdefault(method, {})[setting] = record
+    return panels
+
+
 def study_choices(records: dict[str, dict], scale: str) -> pd.DataFrame:
-    """Per method, the lr (and head_lr) its complete grid chooses on STS-B dev; "pending" while a grid is incomplete."""
+    """Per method, the lr (and head_lr) its complete grid chooses on STS-B dev and its cap (chosen_cap); "pending"
+    while a grid or the cap check is incomplete."""
     rows = {}
     for method in STUDY_METHODS:
         lr_runs = {lr: records.get(f"{method}, lr {lr:g}") for lr in STUDY_GRIDS["lrs"][scale]}
@@ -241,8 +321,14 @@ def study_choices(records: dict[str, dict], scale: str) -> pd.DataFrame:
             heads = {h: records.get(f"{method}, lr {lr:g}, head_lr {h:g}") for h in STUDY_GRIDS["head_lrs"][scale]} if lr else {}
             complete = bool(heads) and all(heads.values())
             row["chosen head_lr"] = f"{chosen_setting(heads):g}" if complete else "pending"
+        chosen = study_choice(records, method, scale)
+        chain = cap_chain(chosen, lambda o: records.get(study_name(o, head=True))) if chosen else []
+        cap = chosen_cap(chain) if chain else None
+        still = cap == chain[-1][0]["max_steps"] and chain[-1][1]["convergence"]["still_improving_at_cap"] if chain else False
+        row["chosen cap"] = "pending" if cap is None else f"{cap}{' (still improving)' if still else ''}"
         rows[method] = row
-    return pd.DataFrame.from_dict(rows, orient="index").fillna("–")
+    frame = pd.DataFrame.from_dict(rows, orient="index").fillna("–")
+    return frame[[c for c in ("lr runs", "chosen lr", "chosen head_lr", "chosen cap") if c in frame]]
 
 
 def study_plan(scale: str) -> list[dict]:
