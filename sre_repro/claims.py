@@ -38,14 +38,18 @@ class Claim:
             raise ValueError(f"claim {self.id}: a {self.type} claim states its margin (points) beside the claim")
 
 
+def convergence_of(run: dict, rule: tuple[int, float] | None = None) -> dict:
+    """protocol.convergence of a run's dev curve, read now: by the stopping rule it trained under, or for a
+    fixed-budget run by `rule` (patience, min_delta) when given (else it is not judged)."""
+    cfg = run["config"]
+    patience, min_delta = (cfg["patience"], cfg["min_delta"]) if cfg.get("patience") else (rule or (0, 0.0))
+    return protocol.convergence(run["dev_curve"], run["metrics"]["best_step"], cfg["max_steps"] or run["steps"],
+                                patience, min_delta)
+
+
 def run_flag(run: dict, rule: tuple[int, float] | None = None) -> str | None:
-    """Why no verdict may rest on this run (None: it may). A run trained under a stopping rule carries its
-    `convergence`; a fixed-budget run is judged on its dev curve with `rule` (patience, min_delta) when given."""
-    conv = run.get("convergence")
-    if conv is None or (conv["converged"] is None and rule):
-        cap = run["config"]["max_steps"] or run["steps"]
-        conv = protocol.convergence(run["dev_curve"], run["metrics"]["best_step"], cap, *(rule or (0, 0.0)))
-    flag = conv["flag"]
+    """Why no verdict may rest on this run (None: it may): its flag by convergence_of."""
+    flag = convergence_of(run, rule)["flag"]
     return None if flag is None or flag.startswith("fixed budget") else flag
 
 

@@ -3,7 +3,10 @@ mechanism engaged, how a claim of each type is tested, and the smallest effect a
 
 Convergence. A run evaluates STS-B dev every `eval_steps` and stops once its best has not improved by at least
 `min_delta` for `patience` evaluations, or at its cap (`max_steps`); the best dev checkpoint is kept. A run that
-reaches the cap while still improving, or keeps its first evaluation, is flagged, and no verdict rests on it.
+reaches the cap while still improving (its best rose by at least `DEV_TOLERANCE` over its last `patience`
+evaluations), or keeps its first evaluation, is flagged, and no verdict rests on it. The flag is read from the dev
+curve whenever a run is judged (claims.run_flag), so a record is judged by the rule in force, not the one it
+was trained under.
 
 Engagement. A component is tested only when its mechanism engaged, judged on the mechanism, never on moving
 weights alone: a discriminator or classifier beats chance on its own task (balanced accuracy at least
@@ -27,6 +30,8 @@ import math
 import numpy as np
 from scipy import optimize, stats
 
+DEV_TOLERANCE = 0.25      # STS-B dev points: a smaller gain of a run's best is no real change (the appendix's rule
+                          # and cap are chosen within it; a run at its cap still gaining this much is still improving)
 CHANCE_MARGIN = 0.1       # balanced accuracy above 0.5 + this: the classifier reads its task
 LOSS_FALL = 0.10          # a reconstruction-type term must fall by this share of its first value
 PERTURBATION_SHARE = 0.01  # a margin must change the same batch's loss by this share
@@ -52,21 +57,31 @@ def stop_now(values, patience: int, min_delta: float) -> bool:
     return patience > 0 and evaluations_without_improvement(values, min_delta) >= patience
 
 
+def recent_gain(values, window: int) -> float:
+    """How far the best of the last `window` evaluations lies above the best before them (inf: none came before)."""
+    if len(values) <= window:
+        return math.inf
+    return max(values[-window:]) - max(values[:-window])
+
+
 def convergence(curve: list[dict], kept_step: int, cap: int, patience: int, min_delta: float,
                 metric: str = "stsb_dev") -> dict:
     """What a finished run's dev curve says about its budget: whether the stopping rule fired, whether it ran to
-    the cap still improving, whether it kept its first evaluation, and the flag (None: none) that bars a verdict."""
+    the cap still improving (a gain of at least DEV_TOLERANCE over its last `patience` evaluations), whether it kept
+    its first evaluation, and the flag (None: none) that bars a verdict."""
     first_kept = bool(curve) and kept_step == curve[0]["step"]
     if patience == 0:  # a fixed budget: judge its curve with a rule, convergence(curve, ..., patience, min_delta)
         return {"stopped_early": False, "converged": None, "still_improving_at_cap": None,
                 "kept_first_evaluation": first_kept,
                 "flag": "kept its first evaluation" if first_kept else "fixed budget: convergence not judged"}
-    stopped = stop_now([point[metric] for point in curve], patience, min_delta)
+    values = [point[metric] for point in curve]
+    stopped = stop_now(values, patience, min_delta)
     at_cap = bool(curve) and curve[-1]["step"] >= cap
-    still_improving = at_cap and not stopped
+    still_improving = at_cap and not stopped and recent_gain(values, patience) >= DEV_TOLERANCE
     flag = ("still improving at the cap" if still_improving else
             "kept its first evaluation" if first_kept else None)
-    return {"stopped_early": stopped and not at_cap, "converged": stopped, "still_improving_at_cap": still_improving,
+    return {"stopped_early": stopped and not at_cap, "converged": stopped or (at_cap and not still_improving),
+            "still_improving_at_cap": still_improving,
             "kept_first_evaluation": first_kept, "flag": flag}
 
 

@@ -15,7 +15,8 @@ def _run(seed, curve=(50.0, 52.0, 51.0, 50.5, 50.0), cap=100, patience=3, dev_be
     points = [{"step": 20 * (i + 1), "stsb_dev": v} for i, v in enumerate(curve)]
     best = max(points, key=lambda p: p["stsb_dev"])
     conv = protocol.convergence(points, best["step"], cap, patience, 0.1)
-    return {"seed": seed, "config": {"max_steps": cap}, "steps": points[-1]["step"], "dev_curve": points,
+    return {"seed": seed, "config": {"max_steps": cap, "patience": patience, "min_delta": 0.1},
+            "steps": points[-1]["step"], "dev_curve": points,
             "convergence": conv, "metrics": {"best_step": best["step"], "stsb_dev_best": dev_best or best["stsb_dev"]}}
 
 

@@ -31,6 +31,11 @@ def test_convergence_flags_the_cap_and_the_first_evaluation():
     assert rising["still_improving_at_cap"] and rising["flag"] == "still improving at the cap"
     first = protocol.convergence(_curve([55, 50, 49]), kept_step=10, cap=100, patience=2, min_delta=0.1)
     assert first["converged"] and first["flag"] == "kept its first evaluation"
+    # at the cap with its best rising by less than DEV_TOLERANCE over the last `patience` evaluations: converged
+    flat = protocol.convergence(_curve([50, 60, 60.1, 60.2]), kept_step=40, cap=40, patience=2, min_delta=0.0)
+    assert protocol.DEV_TOLERANCE == 0.25 and protocol.recent_gain([50, 60, 60.1, 60.2], 2) == pytest.approx(0.2)
+    assert flat["converged"] and not flat["still_improving_at_cap"] and flat["flag"] is None
+    assert protocol.convergence(_curve([50, 60, 60.1, 60.3]), 40, 40, 2, 0.0)["flag"] == "still improving at the cap"
     fixed = protocol.convergence(_curve(CURVE), kept_step=40, cap=60, patience=0, min_delta=0.0)
     assert fixed["converged"] is None and fixed["flag"] == "fixed budget: convergence not judged"
 

@@ -176,37 +176,46 @@ def test_the_appendix_tables_keep_their_own_columns():
     record = {"metrics": {"stsb_dev_best": 61.234, "best_step": 40, "geometry": {"anisotropy": 0.51234},
                           "sts": {"avg": 55.555}}, "steps": 100,
               "training": {"loss_first": 2.0, "loss_kept": 0.5, "moved": {"plm": 0.0123}},
-              "convergence": {"flag": "still improving at the cap"}}
+              "config": {"max_steps": 100, "patience": 2, "min_delta": 0.0},
+              "dev_curve": [{"step": 20 * (i + 1), "stsb_dev": v} for i, v in enumerate([50, 51, 52, 53, 54])]}
+    stopped = {**record, "dev_curve": record["dev_curve"][:1] + [{"step": 40, "stsb_dev": 55}, {"step": 60, "stsb_dev": 54},
+                                                                 {"step": 80, "stsb_dev": 53}]}
     grid = recipe.study_table({"a": record})
     assert list(grid.columns) == ["STS-B dev (kept)", "kept step", "of steps", "loss first → kept", "moved: plm",
                                   "anisotropy (STS-B test)", "avg STS test (not used to choose)"]
     assert grid.loc["a", "loss first → kept"] == "2 → 0.5" and grid.loc["a", "moved: plm"] == "1.23%"
-    study = recipe.convergence_table({"a": record, "b": {**record, "convergence": {"flag": None}}})
+    study = recipe.convergence_table({"a": record, "b": stopped})
     assert list(study.columns) == ["STS-B dev (best)", "kept step", "steps trained", "flag"]
     assert list(study["flag"]) == ["still improving at the cap", "–"] and study.loc["a", "STS-B dev (best)"] == 61.23
 
 
 def test_the_cap_is_the_first_that_a_longer_run_does_not_beat_by_the_tolerance():
+    from sre_repro import protocol
     from sre_repro.chapters import recipe
 
-    def record(best, still_improving):
-        return {"metrics": {"stsb_dev_best": best}, "convergence": {"still_improving_at_cap": still_improving}}
+    def record(best, still_improving, cap=600):
+        # at the cap, patience 10: a best 0.5 above the best before the last ten evaluations is still improving, 0.1 is not
+        values = ([best - 0.5] * (cap // 20 - 10) + [best - 0.3] * 9 if still_improving else [best - 0.1] * (cap // 20 - 1))
+        values.append(best)
+        curve = [{"step": 20 * (i + 1), "stsb_dev": v} for i, v in enumerate(values)]
+        return {"config": {"max_steps": cap, "patience": 10, "min_delta": 0.0}, "steps": cap, "dev_curve": curve,
+                "metrics": {"stsb_dev_best": best, "best_step": cap}}
 
     def chain(store):
         return recipe.cap_chain(recipe.study_overrides("simcse_sup", "cpu", 3e-4), lambda o: store.get(o["max_steps"]))
 
-    assert recipe.STUDY_CAPS["cpu"] == [600, 1200] and recipe.RULE_TOLERANCE == 0.25
+    assert recipe.STUDY_CAPS["cpu"] == [600, 1200] and protocol.DEV_TOLERANCE == 0.25
     assert [o["max_steps"] for o, _ in chain({600: record(60.0, False), 1200: record(70.0, False)})] == [600]
     assert recipe.chosen_cap(chain({600: record(60.0, False)})) == 600  # stopped by the rule: no longer run needed
     assert recipe.chosen_cap(chain({600: record(60.0, True)})) is None  # still improving: waits for the 1200 run
-    assert recipe.chosen_cap(chain({600: record(60.0, True), 1200: record(60.2, False)})) == 600  # +0.2 < 0.25
-    assert recipe.chosen_cap(chain({600: record(60.0, True), 1200: record(60.3, False)})) == 1200
-    assert recipe.chosen_cap(chain({600: record(60.0, True), 1200: record(61.0, True)})) == 1200  # the longest
+    assert recipe.chosen_cap(chain({600: record(60.0, True), 1200: record(60.2, False, 1200)})) == 600  # +0.2 < 0.25
+    assert recipe.chosen_cap(chain({600: record(60.0, True), 1200: record(60.3, False, 1200)})) == 1200
+    assert recipe.chosen_cap(chain({600: record(60.0, True), 1200: record(61.0, True, 1200)})) == 1200  # the longest
     # the appendix's table: the cap beside the lr, named as study_records names the runs
     lrs = {1e-4: 72.7, 3e-5: 72.5, 3e-4: 73.2}
     records = {f"simcse_sup, lr {lr:g}": record(best, lr != 3e-5) for lr, best in lrs.items()}
     assert recipe.study_choices(records, "cpu").loc["simcse_sup", "chosen cap"] == "pending"
-    records["simcse_sup, lr 0.0003, cap 1200"] = record(73.9, True)
+    records["simcse_sup, lr 0.0003, cap 1200"] = record(73.9, True, 1200)
     row = recipe.study_choices(records, "cpu").loc["simcse_sup"]
     assert (row["chosen lr"], row["chosen cap"]) == ("0.0003", "1200 (still improving)")
     assert recipe.study_name({**recipe.study_overrides("paser", "cpu", 1e-4, 1e-2), "max_steps": 1200},

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import book, protocol, runs
+from .. import book, claims, protocol, runs
 from ..errors import SreError
 from ..train import train
 
@@ -125,12 +125,11 @@ STUDY_GRIDS = {"lrs": {"smoke": [1e-4, 1e-3], "cpu": [1e-4, 3e-5, 3e-4]},
 # the added modules' rate while the PLM's lr is chosen: the presets of the fixed-budget recipe before this study
 PRIOR_HEAD_LR = {"smoke": {}, "cpu": {"sarcse": 1e-3, "pt_bert": 1e-2, "slt_fai": 1e-3, "paser": 1e-3}}
 # the book's stopping rule is the cheapest of these whose kept checkpoint, on every study curve, scores within
-# RULE_TOLERANCE points of STS-B dev of the study run's best
+# protocol.DEV_TOLERANCE points of STS-B dev of the study run's best
 RULE_CANDIDATES = {"patience": [3, 5, 8, 10], "min_delta": [0.0, 0.1, 0.25]}
-RULE_TOLERANCE = 0.25
 # The cap is chosen per method on dev as well: a method whose chosen setting is still improving at the study's cap
 # is run again at the next cap of STUDY_CAPS (the schedule decays over each run's own cap), and its cap is the first
-# whose run stopped by the rule, or whose best the next cap's run beats by less than RULE_TOLERANCE
+# that is not still improving at it, or whose best the next cap's run beats by less than protocol.DEV_TOLERANCE
 STUDY_CAPS = {"smoke": [12, 24], "cpu": [600, 1200]}
 # knobs counted in steps that the fixed 100-step presets set as a share of the run: the same share of the cap
 # (SLT-FAI's auxiliary losses start after 5 % of the run, ConSERT's share of its 10 epochs)
@@ -188,7 +187,7 @@ def rule_table(curves: dict[str, dict]) -> pd.DataFrame:
             rows.append({"patience": patience, "min_delta": min_delta,
                          "mean steps": float(np.mean([step for step, _ in outcomes.values()])),
                          "largest shortfall": round(shortfall[worst], 2), "where": worst,
-                         "within tolerance": shortfall[worst] <= RULE_TOLERANCE})
+                         "within tolerance": shortfall[worst] <= protocol.DEV_TOLERANCE})
     return pd.DataFrame(rows)
 
 
@@ -196,7 +195,7 @@ def chosen_rule(table: pd.DataFrame) -> tuple[int, float]:
     """The cheapest rule within tolerance on every curve (ties: the larger patience, then the smaller min_delta)."""
     ok = table[table["within tolerance"]].sort_values(["mean steps", "patience", "min_delta"], ascending=[True, False, True])
     if ok.empty:
-        raise SreError(f"no candidate rule keeps every run within {RULE_TOLERANCE} points of its best: widen "
+        raise SreError(f"no candidate rule keeps every run within {protocol.DEV_TOLERANCE} points of its best: widen "
                        "RULE_CANDIDATES")
     return int(ok.iloc[0]["patience"]), float(ok.iloc[0]["min_delta"])
 
@@ -261,21 +260,22 @@ def cap_chain(overrides: dict, get) -> list[tuple[dict, dict]]:
         if (record := get(at_cap)) is None:
             break
         chain.append((at_cap, record))
-        if not record["convergence"]["still_improving_at_cap"]:
+        if not claims.convergence_of(record)["still_improving_at_cap"]:
             break
     return chain
 
 
 def chosen_cap(chain: list[tuple[dict, dict]]) -> int | None:
-    """The method's cap: the first of the chain whose run stopped by the rule, or whose best the next cap's run
-    beats by less than RULE_TOLERANCE (the longest when every run was still improving); None while the chain
-    waits for a longer run."""
+    """The method's cap: the first of the chain whose run is not still improving at it, or whose best the next cap's
+    run beats by less than protocol.DEV_TOLERANCE (the longest when every run was still improving); None while the
+    chain waits for a longer run."""
     for (at_cap, record), (_, longer) in zip(chain, chain[1:]):
         gain = longer["metrics"]["stsb_dev_best"] - record["metrics"]["stsb_dev_best"]
-        if not record["convergence"]["still_improving_at_cap"] or gain < RULE_TOLERANCE:
+        if not claims.convergence_of(record)["still_improving_at_cap"] or gain < protocol.DEV_TOLERANCE:
             return at_cap["max_steps"]
     last_cap, last = chain[-1]
-    done = not last["convergence"]["still_improving_at_cap"] or last_cap["max_steps"] == STUDY_CAPS[last_cap["scale"]][-1]
+    done = (not claims.convergence_of(last)["still_improving_at_cap"]
+            or last_cap["max_steps"] == STUDY_CAPS[last_cap["scale"]][-1])
     return last_cap["max_steps"] if done else None
 
 
@@ -294,7 +294,7 @@ def convergence_table(records: dict[str, dict]) -> pd.DataFrame:
     """One row per convergence-study run: its best STS-B dev, the step it was kept at, the steps it trained and
     its flag (still improving at the cap, or kept its first evaluation), if any."""
     rows = {name: {"STS-B dev (best)": round(r["metrics"]["stsb_dev_best"], 2), "kept step": r["metrics"]["best_step"],
-                   "steps trained": r["steps"], "flag": (r.get("convergence") or {}).get("flag") or "–"}
+                   "steps trained": r["steps"], "flag": claims.convergence_of(r)["flag"] or "–"}
             for name, r in records.items()}
     return pd.DataFrame.from_dict(rows, orient="index")
 
@@ -324,7 +324,7 @@ def study_choices(records: dict[str, dict], scale: str) -> pd.DataFrame:
         chosen = study_choice(records, method, scale)
         chain = cap_chain(chosen, lambda o: records.get(study_name(o, head=True))) if chosen else []
         cap = chosen_cap(chain) if chain else None
-        still = cap == chain[-1][0]["max_steps"] and chain[-1][1]["convergence"]["still_improving_at_cap"] if chain else False
+        still = bool(chain) and cap == chain[-1][0]["max_steps"] and claims.convergence_of(chain[-1][1])["still_improving_at_cap"]
         row["chosen cap"] = "pending" if cap is None else f"{cap}{' (still improving)' if still else ''}"
         rows[method] = row
     frame = pd.DataFrame.from_dict(rows, orient="index").fillna("–")
