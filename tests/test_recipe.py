@@ -224,3 +224,9 @@ def test_the_cap_is_the_first_that_a_longer_run_does_not_beat_by_the_tolerance()
                                   "simcse_sup, lr 0.0003": records["simcse_sup, lr 0.0003"]})
     assert {m: list(p) for m, p in panels.items()} == {"paser": ["lr 0.0001, head_lr 0.01, cap 1200"],
                                                        "simcse_sup": ["lr 0.0003"]}
+    # the presets in force beside the choices: pending until every method's grids are in, then compared
+    beside = recipe.presets_beside_study(records, "cpu")
+    assert beside.loc["simcse_sup", "lr"] == "5e-05 / 0.0003" and beside.loc["simcse_sup", "cap"] == "100 / 1200"
+    assert beside.loc["simcse", "lr"] == "0.0001 / pending" and beside.loc["simcse", "patience"] == "0 / pending"
+    assert beside.loc["paser", "head_lr"] == "0.001 / pending" and beside.loc["simcse", "head_lr"] == "–"
+    assert not beside["follows the study"].any()

@@ -331,6 +331,29 @@ def study_choices(records: dict[str, dict], scale: str) -> pd.DataFrame:
     return frame[[c for c in ("lr runs", "chosen lr", "chosen head_lr", "chosen cap") if c in frame]]
 
 
+def presets_beside_study(records: dict[str, dict], scale: str) -> pd.DataFrame:
+    """Per method, each preset the study chooses (lr, head_lr, cap, and the rule: patience, min_delta) as
+    "in force / chosen", "pending" where the study has not chosen it yet, and whether all of them follow it."""
+    from ..config import resolve
+
+    complete = all(study_choice(records, m, scale) for m in STUDY_METHODS)
+    rule = chosen_rule(rule_table(records)) if complete else None
+    rows = {}
+    for method in STUDY_METHODS:
+        cfg = resolve(overrides={"method": method, "scale": scale})
+        chosen = study_choice(records, method, scale)
+        chain = cap_chain(chosen, lambda o: records.get(study_name(o, head=True))) if chosen else []
+        pairs = {"lr": (cfg["lr"], chosen and chosen["lr"]), "cap": (cfg["max_steps"], chosen_cap(chain) if chain else None),
+                 "patience": (cfg["patience"], rule and rule[0]), "min_delta": (cfg["min_delta"], rule and rule[1])}
+        if method in ADDED_MODULE_METHODS:
+            pairs["head_lr"] = (cfg["head_lr"], chosen and chosen["head_lr"])
+        rows[method] = {name: f"{have:g} / {'pending' if want is None else f'{want:g}'}"
+                        for name, (have, want) in pairs.items()}
+        rows[method]["follows the study"] = all(have == want for have, want in pairs.values())
+    frame = pd.DataFrame.from_dict(rows, orient="index").fillna("–")
+    return frame[["lr", "head_lr", "cap", "patience", "min_delta", "follows the study"]]
+
+
 def study_plan(scale: str) -> list[dict]:
     """The study's first step in the order it is computed: SimCSE's and supervised SimCSE's learning rates (the
     chapter 01 recipe), then every other method at the grid's first lr, then at the next; the background filler
