@@ -230,3 +230,6 @@ def test_the_cap_is_the_first_that_a_longer_run_does_not_beat_by_the_tolerance()
     assert beside.loc["simcse", "lr"] == "0.0001 / pending" and beside.loc["simcse", "patience"] == "0 / pending"
     assert beside.loc["paser", "head_lr"] == "0.001 / pending" and beside.loc["simcse", "head_lr"] == "–"
     assert not beside["follows the study"].any()
+    # a knob counted in steps keeps its share of the cap (SLT-FAI's auxiliary warm-up: 5 %)
+    slt_fai = recipe.study_overrides("slt_fai", "cpu", 1e-4)
+    assert slt_fai["aux_warmup_steps"] == 30 and recipe.at_cap(slt_fai, 1200)["aux_warmup_steps"] == 60

@@ -133,7 +133,7 @@ RULE_CANDIDATES = {"patience": [3, 5, 8, 10], "min_delta": [0.0, 0.1, 0.25]}
 STUDY_CAPS = {"smoke": [12, 24], "cpu": [600, 1200]}
 # knobs counted in steps that the fixed 100-step presets set as a share of the run: the same share of the cap
 # (SLT-FAI's auxiliary losses start after 5 % of the run, ConSERT's share of its 10 epochs)
-STUDY_EXTRA = {"smoke": {}, "cpu": {"slt_fai": {"aux_warmup_steps": 30}}}
+STUDY_STEP_SHARES = {"smoke": {}, "cpu": {"slt_fai": {"aux_warmup_steps": 0.05}}}
 
 
 def study_overrides(method: str, scale: str, lr: float, head_lr: float | None = None, model_name: str = "") -> dict:
@@ -141,12 +141,18 @@ def study_overrides(method: str, scale: str, lr: float, head_lr: float | None = 
     added modules `head_lr`, else the prior one)."""
     if scale not in STUDY:
         raise SreError(f"the convergence study runs at {' or '.join(STUDY)}, not {scale!r}")
-    overrides = {"method": method, "scale": scale, "seed": SEED, "lr": lr, **STUDY[scale],
-                 **STUDY_EXTRA[scale].get(method, {})}
+    overrides = at_cap({"method": method, "scale": scale, "seed": SEED, "lr": lr, **STUDY[scale]},
+                       STUDY[scale]["max_steps"])
     head_lr = head_lr or PRIOR_HEAD_LR[scale].get(method)
     if head_lr and method in ADDED_MODULE_METHODS:
         overrides["head_lr"] = head_lr
     return {**overrides, **({"model_name": model_name} if model_name else {})}
+
+
+def at_cap(overrides: dict, cap: int) -> dict:
+    """The run's overrides with the cap `cap` and its method's knobs counted in steps at their share of it."""
+    shares = STUDY_STEP_SHARES[overrides["scale"]].get(overrides["method"], {})
+    return {**overrides, "max_steps": cap, **{knob: round(share * cap) for knob, share in shares.items()}}
 
 
 def study_lr_runs(method: str, scale: str, model_name: str = "", data_dir=None, force: bool = False,
@@ -256,10 +262,9 @@ def cap_chain(overrides: dict, get) -> list[tuple[dict, dict]]:
     cap only while the last run was still improving at its cap; it ends at a run `get` does not have (None)."""
     chain = []
     for cap in STUDY_CAPS[overrides["scale"]]:
-        at_cap = {**overrides, "max_steps": cap}
-        if (record := get(at_cap)) is None:
+        if (record := get(at_cap(overrides, cap))) is None:
             break
-        chain.append((at_cap, record))
+        chain.append((at_cap(overrides, cap), record))
         if not claims.convergence_of(record)["still_improving_at_cap"]:
             break
     return chain
@@ -269,10 +274,10 @@ def chosen_cap(chain: list[tuple[dict, dict]]) -> int | None:
     """The method's cap: the first of the chain whose run is not still improving at it, or whose best the next cap's
     run beats by less than protocol.DEV_TOLERANCE (the longest when every run was still improving); None while the
     chain waits for a longer run."""
-    for (at_cap, record), (_, longer) in zip(chain, chain[1:]):
+    for (overrides, record), (_, longer) in zip(chain, chain[1:]):
         gain = longer["metrics"]["stsb_dev_best"] - record["metrics"]["stsb_dev_best"]
         if not claims.convergence_of(record)["still_improving_at_cap"] or gain < protocol.DEV_TOLERANCE:
-            return at_cap["max_steps"]
+            return overrides["max_steps"]
     last_cap, last = chain[-1]
     done = (not claims.convergence_of(last)["still_improving_at_cap"]
             or last_cap["max_steps"] == STUDY_CAPS[last_cap["scale"]][-1])
