@@ -8,7 +8,7 @@ pt_bert_recipe, slt_fai_recipe and paser_recipe run a method's head_lr study of 
 chapter's runs in the order of its tables (Table 3's three-seed rows first); slt_fai and paser execute their chapters at
 cpu scale (papermill), as byop. convergence computes the recipe appendix's convergence study: every method at each
 learning rate, then each added-module method's head_lr grid at its chosen lr, then each method's chosen setting at
-the longer caps it needs; `convergence 0/2` and
+the longer caps or finer evaluation it needs; `convergence 0/2` and
 `convergence 1/2` split it between two processes (run each with OMP_NUM_THREADS=1)."""
 import sys
 
@@ -80,6 +80,6 @@ if "convergence" in which:
                 print(method, "head_lr", head_lr, r["metrics"]["stsb_dev_best"], r["steps"], r["wall_seconds"], flush=True)
     for k, method in enumerate(recipe_chapter.STUDY_METHODS):
         if k % lanes == index:
-            for cap, r in recipe_chapter.study_cap_runs(method, "cpu", allow_stale=False).items():
-                print(method, "cap", cap, r["metrics"]["stsb_dev_best"], r["steps"], r["convergence"]["flag"],
-                      r["wall_seconds"], flush=True)
+            for name, r in recipe_chapter.study_budget_runs(method, "cpu", allow_stale=False).items():
+                print(name, r["metrics"]["stsb_dev_best"], r["metrics"]["best_step"], r["steps"], r["wall_seconds"],
+                      flush=True)

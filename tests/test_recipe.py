@@ -189,7 +189,7 @@ def test_the_appendix_tables_keep_their_own_columns():
     assert list(study["flag"]) == ["still improving at the cap", "–"] and study.loc["a", "STS-B dev (best)"] == 61.23
 
 
-def test_the_cap_is_the_first_that_a_longer_run_does_not_beat_by_the_tolerance():
+def test_the_budget_check_lengthens_a_run_still_improving_and_evaluates_finer_one_that_kept_its_first():
     from sre_repro import protocol
     from sre_repro.chapters import recipe
 
@@ -201,16 +201,35 @@ def test_the_cap_is_the_first_that_a_longer_run_does_not_beat_by_the_tolerance()
         return {"config": {"max_steps": cap, "patience": 10, "min_delta": 0.0}, "steps": cap, "dev_curve": curve,
                 "metrics": {"stsb_dev_best": best, "best_step": cap}}
 
+    def first_kept(best, every=20, patience=10, at=None):
+        # best at the first evaluation (or at step `at`), then falling: the rule stops `patience` evaluations later
+        values = [best - 1 - 0.1 * i for i in range(patience + 1)]
+        values[0 if at is None else at // every - 1] = best
+        curve = [{"step": every * (i + 1), "stsb_dev": v} for i, v in enumerate(values)]
+        return {"config": {"max_steps": 600, "patience": patience, "min_delta": 0.0, "eval_steps": every},
+                "steps": curve[-1]["step"], "dev_curve": curve,
+                "metrics": {"stsb_dev_best": best, "best_step": at or every}}
+
     def chain(store):
-        return recipe.cap_chain(recipe.study_overrides("simcse_sup", "cpu", 3e-4), lambda o: store.get(o["max_steps"]))
+        return recipe.budget_chain(recipe.study_overrides("simcse_sup", "cpu", 3e-4),
+                                   lambda o: store.get((o["max_steps"], o["eval_steps"])))
 
     assert recipe.STUDY_CAPS["cpu"] == [600, 1200] and protocol.DEV_TOLERANCE == 0.25
-    assert [o["max_steps"] for o, _ in chain({600: record(60.0, False), 1200: record(70.0, False)})] == [600]
-    assert recipe.chosen_cap(chain({600: record(60.0, False)})) == 600  # stopped by the rule: no longer run needed
-    assert recipe.chosen_cap(chain({600: record(60.0, True)})) is None  # still improving: waits for the 1200 run
-    assert recipe.chosen_cap(chain({600: record(60.0, True), 1200: record(60.2, False, 1200)})) == 600  # +0.2 < 0.25
-    assert recipe.chosen_cap(chain({600: record(60.0, True), 1200: record(60.3, False, 1200)})) == 1200
-    assert recipe.chosen_cap(chain({600: record(60.0, True), 1200: record(61.0, True, 1200)})) == 1200  # the longest
+    assert len(chain({(600, 20): record(60.0, False), (1200, 20): record(70.0, False)})) == 1
+    assert recipe.chosen_budget(chain({(600, 20): record(60.0, False)})) == (600, 20)  # the rule stopped it
+    assert recipe.chosen_budget(chain({(600, 20): record(60.0, True)})) is None  # still improving: waits for 1200
+    assert recipe.chosen_budget(chain({(600, 20): record(60.0, True), (1200, 20): record(60.2, False, 1200)})) == (600, 20)
+    assert recipe.chosen_budget(chain({(600, 20): record(60.0, True), (1200, 20): record(60.3, False, 1200)})) == (1200, 20)
+    longest = chain({(600, 20): record(60.0, True), (1200, 20): record(61.0, True, 1200)})
+    assert recipe.chosen_budget(longest) == (1200, 20) and recipe.budget_labels(longest) == ("1200 (still improving)", "20")
+    # kept its first evaluation: waits for the run evaluated every 5 steps (patience 40: the same 200 steps), then
+    # evaluates that often, saying so when that run too kept its first evaluation
+    assert recipe.finer_evaluation(recipe.study_overrides("sarcse", "cpu", 1e-4))["patience"] == 40
+    assert recipe.chosen_budget(chain({(600, 20): first_kept(58.0)})) is None
+    finer = chain({(600, 20): first_kept(58.0), (600, 5): first_kept(58.5, every=5, patience=40, at=15)})
+    assert recipe.chosen_budget(finer) == (600, 5) and recipe.budget_labels(finer) == ("600", "5")
+    still_first = chain({(600, 20): first_kept(58.0), (600, 5): first_kept(58.5, every=5, patience=40)})
+    assert recipe.budget_labels(still_first) == ("600", "5 (kept its first evaluation)")
     # the appendix's table: the cap beside the lr, named as study_records names the runs
     lrs = {1e-4: 72.7, 3e-5: 72.5, 3e-4: 73.2}
     records = {f"simcse_sup, lr {lr:g}": record(best, lr != 3e-5) for lr, best in lrs.items()}
@@ -225,6 +244,7 @@ def test_the_cap_is_the_first_that_a_longer_run_does_not_beat_by_the_tolerance()
     assert {m: list(p) for m, p in panels.items()} == {"paser": ["lr 0.0001, head_lr 0.01, cap 1200"],
                                                        "simcse_sup": ["lr 0.0003"]}
     # the presets in force beside the choices: pending until every method's grids are in, then compared
+    assert row["evaluate every"] == "20"
     beside = recipe.presets_beside_study(records, "cpu")
     assert beside.loc["simcse_sup", "lr"] == "5e-05 / 0.0003" and beside.loc["simcse_sup", "cap"] == "100 / 1200"
     assert beside.loc["simcse", "lr"] == "0.0001 / pending" and beside.loc["simcse", "patience"] == "0 / pending"

@@ -131,6 +131,10 @@ RULE_CANDIDATES = {"patience": [3, 5, 8, 10], "min_delta": [0.0, 0.1, 0.25]}
 # is run again at the next cap of STUDY_CAPS (the schedule decays over each run's own cap), and its cap is the first
 # that is not still improving at it, or whose best the next cap's run beats by less than protocol.DEV_TOLERANCE
 STUDY_CAPS = {"smoke": [12, 24], "cpu": [600, 1200]}
+# ... and a chosen setting that kept its first evaluation (it may have peaked before it was first measured) is run
+# again evaluating every STUDY_FINE_EVAL steps (its patience scaled to wait as many steps); the method then evaluates
+# that often
+STUDY_FINE_EVAL = {"smoke": 1, "cpu": 5}
 # knobs counted in steps that the fixed 100-step presets set as a share of the run: the same share of the cap
 # (SLT-FAI's auxiliary losses start after 5 % of the run, ConSERT's share of its 10 epochs)
 STUDY_STEP_SHARES = {"smoke": {}, "cpu": {"slt_fai": {"aux_warmup_steps": 0.05}}}
@@ -207,9 +211,9 @@ def chosen_rule(table: pd.DataFrame) -> tuple[int, float]:
 
 
 def study_records(scale: str, compute: bool = False, data_dir=None) -> dict[str, dict]:
-    """"method, lr x[, head_lr y][, cap z]" -> the study's record, for every run of its first step, of the head_lr
-    grids (at each method's chosen lr, once its lr grid is complete) and of the cap check (each method's chosen
-    setting at the longer caps it needs): computed where missing when `compute`, else only those in the store (the
+    """"method, lr x[, head_lr y][, cap z][, eval every n]" -> the study's record, for every run of its first step,
+    of the head_lr grids (at each method's chosen lr, once its lr grid is complete) and of the budget check (each
+    method's chosen setting at the longer caps or finer evaluation it needs): computed where missing when `compute`, else only those in the store (the
     study is long: scripts/run_cpu_edition.py convergence fills it in the background)."""
     from ..config import resolve
 
@@ -229,7 +233,7 @@ def study_records(scale: str, compute: bool = False, data_dir=None) -> dict[str,
                 found[study_name(overrides, head=True)] = record
     for method in STUDY_METHODS:
         if (chosen := study_choice(found, method, scale)) is not None:
-            found.update({study_name(o, head=True): r for o, r in cap_chain(chosen, get)[1:]})
+            found.update({study_name(o, head=True): r for o, r in budget_chain(chosen, get)[1:]})
     return found
 
 
@@ -241,6 +245,8 @@ def study_name(overrides: dict, head: bool = False) -> str:
         name += f", head_lr {overrides['head_lr']:g}"
     if overrides["max_steps"] != STUDY[overrides["scale"]]["max_steps"]:
         name += f", cap {overrides['max_steps']}"
+    if overrides["eval_steps"] != STUDY[overrides["scale"]]["eval_steps"]:
+        name += f", eval every {overrides['eval_steps']}"
     return name
 
 
@@ -257,42 +263,70 @@ def study_choice(records: dict[str, dict], method: str, scale: str) -> dict | No
     return study_overrides(method, scale, lr, chosen_setting(heads)) if all(heads.values()) else None
 
 
-def cap_chain(overrides: dict, get) -> list[tuple[dict, dict]]:
-    """(overrides, record) of a chosen setting at each cap of STUDY_CAPS it needs, from the study's own: the next
-    cap only while the last run was still improving at its cap; it ends at a run `get` does not have (None)."""
+def finer_evaluation(overrides: dict) -> dict:
+    """The run evaluated every STUDY_FINE_EVAL steps, its patience scaled to wait as many steps as before."""
+    fine = STUDY_FINE_EVAL[overrides["scale"]]
+    return {**overrides, "eval_steps": fine, "patience": overrides["patience"] * overrides["eval_steps"] // fine}
+
+
+def budget_chain(overrides: dict, get) -> list[tuple[dict, dict]]:
+    """(overrides, record) of a chosen setting under each budget it needs, from the study's own run: the next cap
+    of STUDY_CAPS while the last run was still improving at its cap; the finer evaluation once a run kept its
+    first evaluation. It ends at a run `get` does not have (None)."""
     chain = []
     for cap in STUDY_CAPS[overrides["scale"]]:
         if (record := get(at_cap(overrides, cap))) is None:
             break
         chain.append((at_cap(overrides, cap), record))
-        if not claims.convergence_of(record)["still_improving_at_cap"]:
+        conv = claims.convergence_of(record)
+        if conv["kept_first_evaluation"]:
+            if (finer := get(finer_evaluation(at_cap(overrides, cap)))) is not None:
+                chain.append((finer_evaluation(at_cap(overrides, cap)), finer))
+            break
+        if not conv["still_improving_at_cap"]:
             break
     return chain
 
 
-def chosen_cap(chain: list[tuple[dict, dict]]) -> int | None:
-    """The method's cap: the first of the chain whose run is not still improving at it, or whose best the next cap's
-    run beats by less than protocol.DEV_TOLERANCE (the longest when every run was still improving); None while the
-    chain waits for a longer run."""
+def chosen_budget(chain: list[tuple[dict, dict]]) -> tuple[int, int] | None:
+    """The method's (cap, eval_steps): evaluated finer when its run kept its first evaluation; else the first cap
+    of the chain whose run is not still improving at it, or whose best the next cap's run beats by less than
+    protocol.DEV_TOLERANCE (the longest when every run was still improving). None while the chain waits for a run."""
+    study_eval = chain[0][0]["eval_steps"]
+    last_overrides, last = chain[-1]
+    if last_overrides["eval_steps"] != study_eval:
+        return last_overrides["max_steps"], last_overrides["eval_steps"]
+    if claims.convergence_of(last)["kept_first_evaluation"]:
+        return None
     for (overrides, record), (_, longer) in zip(chain, chain[1:]):
         gain = longer["metrics"]["stsb_dev_best"] - record["metrics"]["stsb_dev_best"]
         if not claims.convergence_of(record)["still_improving_at_cap"] or gain < protocol.DEV_TOLERANCE:
-            return overrides["max_steps"]
-    last_cap, last = chain[-1]
+            return overrides["max_steps"], study_eval
     done = (not claims.convergence_of(last)["still_improving_at_cap"]
-            or last_cap["max_steps"] == STUDY_CAPS[last_cap["scale"]][-1])
-    return last_cap["max_steps"] if done else None
+            or last_overrides["max_steps"] == STUDY_CAPS[last_overrides["scale"]][-1])
+    return (last_overrides["max_steps"], study_eval) if done else None
 
 
-def study_cap_runs(method: str, scale: str, model_name: str = "", data_dir=None, force: bool = False,
-                   allow_stale: bool = True) -> dict[int, dict]:
-    """cap -> the method's chosen setting at seed 42 at each cap it needs (its lr and head_lr grids computed first)."""
+def budget_labels(chain: list[tuple[dict, dict]]) -> tuple[str, str]:
+    """The chosen cap and evaluation interval as the appendix shows them, with the flag the chosen run still has."""
+    budget = chosen_budget(chain) if chain else None
+    if budget is None:
+        return "pending", "pending"
+    flag = claims.convergence_of(chain[-1][1])["flag"] if chain[-1][0]["max_steps"] == budget[0] else None
+    return (f"{budget[0]}{' (still improving)' if flag == 'still improving at the cap' else ''}",
+            f"{budget[1]}{' (kept its first evaluation)' if flag == 'kept its first evaluation' else ''}")
+
+
+def study_budget_runs(method: str, scale: str, model_name: str = "", data_dir=None, force: bool = False,
+                      allow_stale: bool = True) -> dict[str, dict]:
+    """study_name -> the method's chosen setting at seed 42 under each budget it needs (budget_chain; its lr and
+    head_lr grids computed first)."""
     lr = chosen_setting(study_lr_runs(method, scale, model_name, data_dir, force, allow_stale))
     head_lr = (chosen_setting(study_head_runs(method, scale, lr, model_name, data_dir, force, allow_stale))
                if method in ADDED_MODULE_METHODS else None)
-    chain = cap_chain(study_overrides(method, scale, lr, head_lr, model_name),
-                      lambda o: train(o, data_dir=data_dir, force=force, allow_stale=allow_stale))
-    return {overrides["max_steps"]: record for overrides, record in chain}
+    chain = budget_chain(study_overrides(method, scale, lr, head_lr, model_name),
+                         lambda o: train(o, data_dir=data_dir, force=force, allow_stale=allow_stale))
+    return {study_name(overrides, head=True): record for overrides, record in chain}
 
 
 def convergence_table(records: dict[str, dict]) -> pd.DataFrame:
@@ -314,8 +348,8 @@ def study_panels(records: dict[str, dict]) -> dict[str, dict[str, dict]]:
 
 
 def study_choices(records: dict[str, dict], scale: str) -> pd.DataFrame:
-    """Per method, the lr (and head_lr) its complete grid chooses on STS-B dev and its cap (chosen_cap); "pending"
-    while a grid or the cap check is incomplete."""
+    """Per method, the lr (and head_lr) its complete grid chooses on STS-B dev and its budget (chosen_budget);
+    "pending" while a grid or the budget check is incomplete."""
     rows = {}
     for method in STUDY_METHODS:
         lr_runs = {lr: records.get(f"{method}, lr {lr:g}") for lr in STUDY_GRIDS["lrs"][scale]}
@@ -327,17 +361,15 @@ def study_choices(records: dict[str, dict], scale: str) -> pd.DataFrame:
             complete = bool(heads) and all(heads.values())
             row["chosen head_lr"] = f"{chosen_setting(heads):g}" if complete else "pending"
         chosen = study_choice(records, method, scale)
-        chain = cap_chain(chosen, lambda o: records.get(study_name(o, head=True))) if chosen else []
-        cap = chosen_cap(chain) if chain else None
-        still = bool(chain) and cap == chain[-1][0]["max_steps"] and claims.convergence_of(chain[-1][1])["still_improving_at_cap"]
-        row["chosen cap"] = "pending" if cap is None else f"{cap}{' (still improving)' if still else ''}"
+        chain = budget_chain(chosen, lambda o: records.get(study_name(o, head=True))) if chosen else []
+        row["chosen cap"], row["evaluate every"] = budget_labels(chain)
         rows[method] = row
     frame = pd.DataFrame.from_dict(rows, orient="index").fillna("–")
-    return frame[[c for c in ("lr runs", "chosen lr", "chosen head_lr", "chosen cap") if c in frame]]
+    return frame[[c for c in ("lr runs", "chosen lr", "chosen head_lr", "chosen cap", "evaluate every") if c in frame]]
 
 
 def presets_beside_study(records: dict[str, dict], scale: str) -> pd.DataFrame:
-    """Per method, each preset the study chooses (lr, head_lr, cap, and the rule: patience, min_delta) as
+    """Per method, each preset the study chooses (lr, head_lr, cap, eval_steps, and the rule: patience, min_delta) as
     "in force / chosen", "pending" where the study has not chosen it yet, and whether all of them follow it."""
     from ..config import resolve
 
@@ -347,8 +379,10 @@ def presets_beside_study(records: dict[str, dict], scale: str) -> pd.DataFrame:
     for method in STUDY_METHODS:
         cfg = resolve(overrides={"method": method, "scale": scale})
         chosen = study_choice(records, method, scale)
-        chain = cap_chain(chosen, lambda o: records.get(study_name(o, head=True))) if chosen else []
-        pairs = {"lr": (cfg["lr"], chosen and chosen["lr"]), "cap": (cfg["max_steps"], chosen_cap(chain) if chain else None),
+        chain = budget_chain(chosen, lambda o: records.get(study_name(o, head=True))) if chosen else []
+        budget = chosen_budget(chain) if chain else None
+        pairs = {"lr": (cfg["lr"], chosen and chosen["lr"]), "cap": (cfg["max_steps"], budget and budget[0]),
+                 "eval_steps": (cfg["eval_steps"], budget and budget[1]),
                  "patience": (cfg["patience"], rule and rule[0]), "min_delta": (cfg["min_delta"], rule and rule[1])}
         if method in ADDED_MODULE_METHODS:
             pairs["head_lr"] = (cfg["head_lr"], chosen and chosen["head_lr"])
@@ -356,7 +390,7 @@ def presets_beside_study(records: dict[str, dict], scale: str) -> pd.DataFrame:
                         for name, (have, want) in pairs.items()}
         rows[method]["follows the study"] = all(have == want for have, want in pairs.values())
     frame = pd.DataFrame.from_dict(rows, orient="index").fillna("–")
-    return frame[["lr", "head_lr", "cap", "patience", "min_delta", "follows the study"]]
+    return frame[["lr", "head_lr", "cap", "eval_steps", "patience", "min_delta", "follows the study"]]
 
 
 def study_plan(scale: str) -> list[dict]:
