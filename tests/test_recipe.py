@@ -228,6 +228,8 @@ def test_the_budget_check_lengthens_a_run_still_improving_and_evaluates_finer_on
     assert recipe.chosen_budget(chain({(600, 20): first_kept(58.0)})) is None
     finer = chain({(600, 20): first_kept(58.0), (600, 5): first_kept(58.5, every=5, patience=40, at=15)})
     assert recipe.chosen_budget(finer) == (600, 5) and recipe.budget_labels(finer) == ("600", "5")
+    assert recipe.evaluated_finer({"config": recipe.finer_evaluation(recipe.study_overrides("sarcse", "cpu", 1e-4))})
+    assert not recipe.evaluated_finer({"config": recipe.study_overrides("sarcse", "cpu", 1e-4)})
     still_first = chain({(600, 20): first_kept(58.0), (600, 5): first_kept(58.5, every=5, patience=40)})
     assert recipe.budget_labels(still_first) == ("600", "5 (kept its first evaluation)")
     # the appendix's table: the cap beside the lr, named as study_records names the runs

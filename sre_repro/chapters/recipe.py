@@ -188,6 +188,7 @@ def rule_outcome(curve: list[dict], patience: int, min_delta: float, metric: str
 def rule_table(curves: dict[str, dict]) -> pd.DataFrame:
     """One row per candidate rule (patience, min_delta): the mean steps its runs would train, and the largest
     shortfall of the dev score it keeps against each study run's best (name -> study record)."""
+    curves = {name: r for name, r in curves.items() if not evaluated_finer(r)}  # patience counts study evaluations
     rows = []
     for patience in RULE_CANDIDATES["patience"]:
         for min_delta in RULE_CANDIDATES["min_delta"]:
@@ -199,6 +200,12 @@ def rule_table(curves: dict[str, dict]) -> pd.DataFrame:
                          "largest shortfall": round(shortfall[worst], 2), "where": worst,
                          "within tolerance": shortfall[worst] <= protocol.DEV_TOLERANCE})
     return pd.DataFrame(rows)
+
+
+def evaluated_finer(record: dict) -> bool:
+    """Whether a study record is a budget check's finer-evaluated run (its evaluations are not the study's)."""
+    cfg = record.get("config") or {}
+    return "scale" in cfg and cfg["eval_steps"] != STUDY[cfg["scale"]]["eval_steps"]
 
 
 def chosen_rule(table: pd.DataFrame) -> tuple[int, float]:
@@ -383,7 +390,8 @@ def presets_beside_study(records: dict[str, dict], scale: str) -> pd.DataFrame:
         budget = chosen_budget(chain) if chain else None
         pairs = {"lr": (cfg["lr"], chosen and chosen["lr"]), "cap": (cfg["max_steps"], budget and budget[0]),
                  "eval_steps": (cfg["eval_steps"], budget and budget[1]),
-                 "patience": (cfg["patience"], rule and rule[0]), "min_delta": (cfg["min_delta"], rule and rule[1])}
+                 "patience": (cfg["patience"], rule and budget and rule[0] * STUDY[scale]["eval_steps"] // budget[1]),
+                 "min_delta": (cfg["min_delta"], rule and rule[1])}
         if method in ADDED_MODULE_METHODS:
             pairs["head_lr"] = (cfg["head_lr"], chosen and chosen["head_lr"])
         rows[method] = {name: f"{have:g} / {'pending' if want is None else f'{want:g}'}"
