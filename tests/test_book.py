@@ -51,6 +51,24 @@ def test_every_notation_entry_is_linked_from_a_chapter_and_every_link_has_an_ent
         for link in re.findall(r"<(notation-[\w-]+)>", text):
             assert link in entries, f"{name} links {link}, which the notation page does not define"
 
+
+def test_every_parameter_and_notebook_an_exercise_names_exists():
+    from sre_repro import book
+
+    with_exercises = 0
+    for name in NOTEBOOKS:
+        nb = nbformat.read(REPO_ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+        text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        if "## Exercises" not in text:
+            continue
+        with_exercises += 1
+        exercises = text.split("## Exercises", 1)[1]
+        unknown = set(re.findall(r"-p (\w+)", exercises)) - set(book.notebook_parameters(name))
+        assert not unknown, f"{name}'s exercises name parameters it does not declare: {sorted(unknown)}"
+        for notebook in re.findall(r"notebooks/(\w+)\.ipynb", exercises):
+            assert notebook == name, f"{name}'s exercises run notebooks/{notebook}.ipynb"
+    assert with_exercises >= 1
+
 # Seconds each chapter took at smoke scale alone on the 2-core build machine (to balance the two lanes below)
 SMOKE_SECONDS = {"slt_fai": 138, "byop": 112, "paser": 95, "sarcse": 77, "cpu_recipe": 68, "00_baselines": 49,
                  "pt_bert": 44, "01_simcse": 60, "00b_stand_in_plm": 26, "notation": 8, "99_performance": 3}
