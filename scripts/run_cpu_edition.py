@@ -64,7 +64,7 @@ if "pt_bert" in which:
         for r in book.train_seeds(method, "cpu", seed_list, allow_stale=False, **overrides):
             print(method, overrides, r["seed"], r["metrics"]["sts"]["avg"], r["wall_seconds"], flush=True)
     for r in book.train_seeds("simcse", "cpu", seeds, allow_stale=False):
-        print("simcse hard subset", r["seed"], pt_bert_chapter.hard_subset(r)["metrics"]["scores"]["avg"], flush=True)
+        print("simcse hard subset", r["seed"], pt_bert_chapter.hard_subset(r, allow_stale=False)["metrics"]["scores"]["avg"], flush=True)
 if "convergence" in which:
     lane = next((a for a in which if "/" in a), "0/1")
     index, lanes = map(int, lane.split("/"))

@@ -67,6 +67,31 @@ def test_a_record_is_stale_exactly_when_its_variants_fingerprint_changed(tmp_pat
     assert report.verdict([1.0, 1.1, 1.2], "x")["verdict"].startswith("stale: recompute with force=True (1 stale record(s)")
 
 
+def test_a_chapter_serves_a_stale_evaluation_of_kept_weights_and_recomputes_it_only_when_asked(tmp_path, monkeypatch):
+    """make book serves stale evaluations as it serves stale runs (flagged), rather than retraining a run for its
+    weights; the background filler asks for allow_stale=False and gets a recompute."""
+    from sre_repro.chapters import pt_bert as chapter
+    from sre_repro.evaluate import cached
+
+    monkeypatch.setenv("SRE_REPRO_RESULTS", str(tmp_path))
+    calls = []
+    monkeypatch.setitem(cached.COMPUTE, "hard_subset", lambda cfg, data_dir=None: calls.append(cfg) or {"scores": {"avg": 1.0}})
+    cfg = resolve(overrides={"method": "simcse", "scale": "smoke"})
+    run = {"config": cfg, "metrics": {}}
+    key = {"run": cfg, "model_name": cfg["model_name"], "thresholds": chapter.HARD_THRESHOLDS["strict"],
+           "max_pairs": cfg["eval_max_pairs"]}
+    for v in runs.variants("hard_subset", key):
+        runs.write_json_atomic(runs.fingerprint_path(v, tmp_path), {"fingerprint": "one"})
+    first = chapter.hard_subset(run, thresholds="strict")
+    assert len(calls) == 1 and first["stale"] is False
+    variant = next(v for v in first["fingerprints"] if v.startswith("hard_subset"))
+    runs.write_json_atomic(runs.fingerprint_path(variant, tmp_path), {"fingerprint": "changed"})
+    served = chapter.hard_subset(run, thresholds="strict")
+    assert len(calls) == 1 and served["stale"] is True and served["metrics"] == {"scores": {"avg": 1.0}}
+    recomputed = chapter.hard_subset(run, thresholds="strict", allow_stale=False)
+    assert len(calls) == 2 and recomputed["fingerprints"][variant] == "changed"
+
+
 # ----- mutation tests on a copy of the package ---------------------------------------------------------------
 
 STORE = """

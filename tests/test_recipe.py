@@ -157,13 +157,17 @@ def test_the_convergence_study_applies_each_candidate_rule_to_the_curves_prefix(
     assert recipe.rule_outcome(curve, 3, 0.1) == (120, 56.05)
     assert recipe.rule_outcome(curve, 2, 0.0) == (120, 56.05)  # 56.05 counts as a gain: stops two later
     assert recipe.rule_outcome(curve, 10, 0.0) == (160, 57.0)  # never fires: the whole curve
-    run = {"dev_curve": curve, "metrics": {"stsb_dev_best": 57.0}}
+    run = {"dev_curve": curve, "metrics": {"stsb_dev_best": 57.0}, "config_hash": "a"}
     table = recipe.rule_table({"a": run})
     short = table[(table["patience"] == 3) & (table["min_delta"] == 0.1)].iloc[0]
     assert short["largest shortfall"] == 0.95 and not short["within tolerance"] and short["mean steps"] == 120
     # only the rules that reach step 140 keep 57; all of them train the whole curve: the most patient is chosen
     assert recipe.chosen_rule(table) == (10, 0.0)
     assert recipe.chosen_rule(recipe.rule_table({"a": {**run, "metrics": {"stsb_dev_best": 56.2}}})) == (3, 0.1)
+    # a run the study names twice (an lr run at the prior head_lr is also its head_lr grid's run) counts once
+    flat = {"dev_curve": [{**p, "stsb_dev": 50.0} for p in curve], "metrics": {"stsb_dev_best": 50.0}, "config_hash": "b"}
+    twice = recipe.rule_table({"a": run, "a, head_lr": run, "b": flat})
+    assert twice[(twice["patience"] == 3) & (twice["min_delta"] == 0.1)].iloc[0]["mean steps"] == (120 + 80) / 2
     overrides = recipe.study_overrides("sarcse", "cpu", 3e-5)
     assert overrides["head_lr"] == recipe.PRIOR_HEAD_LR["cpu"]["sarcse"] and overrides["patience"] == 10
     assert "head_lr" not in recipe.study_overrides("simcse", "cpu", 3e-5)

@@ -221,7 +221,7 @@ TRANSFER_PROTOCOL = {"smoke": {"tasks": ["TREC", "MRPC"], "kfold": 2, "sst2_trai
 
 
 def transfer(source: dict, scale: str, data_dir=None, force: bool = False, tasks=None, kfold: int = 0,
-             solver: str = "liblinear") -> dict:
+             solver: str = "liblinear", allow_stale: bool = True) -> dict:
     """Cached SentEval transfer accuracies (BYOP's Table 10) of a PLM as it is (`source` = {"model_name",
     "pooler"}) or of a training run's kept weights (`source` = the run's overrides, e.g. {"method": "byop",
     "seed": 42, ...}; trained once if its weights are not kept yet, see train.kept_checkpoint)."""
@@ -236,7 +236,7 @@ def transfer(source: dict, scale: str, data_dir=None, force: bool = False, tasks
     cfg.update(tasks=chosen, kfold=kfold or protocol["kfold"], sst2_train=protocol["sst2_train"],
                mrpc_features="senteval", solver=solver, max_examples=0)
     check_solver(solver)
-    return cached("transfer", cfg, data_dir, force)
+    return cached("transfer", cfg, data_dir, force, allow_stale=allow_stale)
 
 
 def paper_gains(plm: str) -> dict[str, float]:

@@ -104,7 +104,8 @@ def run_plan(groups: dict, scale: str, data_dir=None, force: bool = False, **com
 
 # ----- evaluations of kept weights ------------------------------------------------------------------------------
 
-def retrieval(source: dict, data_dir=None, map_cutoff="full", force: bool = False, max_pairs: int = 0) -> dict:
+def retrieval(source: dict, data_dir=None, map_cutoff="full", force: bool = False, max_pairs: int = 0,
+              allow_stale: bool = True) -> dict:
     """QQP retrieval (evaluate/retrieval.py) of a run's kept weights, or of a model as it is
     (`source` = {"model_name": ..., "pooler": ...}): a cached record of kind "retrieval" with its wall time."""
     if "config" in source:
@@ -112,14 +113,15 @@ def retrieval(source: dict, data_dir=None, map_cutoff="full", force: bool = Fals
         key = {"run": cfg, "model_name": cfg["model_name"], "map_cutoff": str(map_cutoff)}
     else:
         key = {"model_name": source["model_name"], "pooler": source["pooler"], "map_cutoff": str(map_cutoff)}
-    return cached("retrieval", {**key, "max_pairs": max_pairs}, data_dir, force)
+    return cached("retrieval", {**key, "max_pairs": max_pairs}, data_dir, force, allow_stale=allow_stale)
 
 
-def pooler_scores(run: dict, poolers: list[str], data_dir=None, force: bool = False) -> dict:
+def pooler_scores(run: dict, poolers: list[str], data_dir=None, force: bool = False, allow_stale: bool = True) -> dict:
     """STS of a run's kept weights under each pooler (Table 9; the run's own pooler is its record): a cached
     record of kind "poolers" with its wall time."""
     cfg = resolve(overrides=run["config"])
-    return cached("poolers", {"run": cfg, "model_name": cfg["model_name"], "poolers": list(poolers)}, data_dir, force)
+    return cached("poolers", {"run": cfg, "model_name": cfg["model_name"], "poolers": list(poolers)}, data_dir, force,
+                  allow_stale=allow_stale)
 
 
 # ----- tables -----------------------------------------------------------------------------------------------------

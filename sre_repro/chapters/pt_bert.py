@@ -41,7 +41,8 @@ def variants(augmentations: list[str]) -> dict[str, dict]:
     return rows
 
 
-def hard_subset(run: dict, data_dir=None, thresholds: str = "paper", force: bool = False) -> dict:
+def hard_subset(run: dict, data_dir=None, thresholds: str = "paper", force: bool = False,
+                allow_stale: bool = True) -> dict:
     """A run's scores on the hard-length subset ({"metrics": evaluate_hard_subset's result, ...}): from its
     record where it computed them (PT-BERT, paper thresholds), else a record of their own kind ("hard_subset",
     with its wall time) from the run's kept weights (trained once if this machine lacks them: train.kept_checkpoint)."""
@@ -52,7 +53,7 @@ def hard_subset(run: dict, data_dir=None, thresholds: str = "paper", force: bool
     cfg = resolve(overrides=run["config"])
     key = {"run": cfg, "model_name": cfg["model_name"], "thresholds": HARD_THRESHOLDS[thresholds],
            "max_pairs": cfg["eval_max_pairs"]}
-    return cached("hard_subset", key, data_dir, force)
+    return cached("hard_subset", key, data_dir, force, allow_stale=allow_stale)
 
 
 def hard_table(groups: dict[str, list[dict]], with_full: bool = False, data_dir=None,

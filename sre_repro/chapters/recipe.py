@@ -188,7 +188,11 @@ def rule_outcome(curve: list[dict], patience: int, min_delta: float, metric: str
 def rule_table(curves: dict[str, dict]) -> pd.DataFrame:
     """One row per candidate rule (patience, min_delta): the mean steps its runs would train, and the largest
     shortfall of the dev score it keeps against each study run's best (name -> study record)."""
-    curves = {name: r for name, r in curves.items() if not evaluated_finer(r)}  # patience counts study evaluations
+    unique = {}  # a run named twice (an lr run at the prior head_lr is also a head_lr run) counts once
+    for name, r in curves.items():
+        unique.setdefault(r["config_hash"], (name, r))
+    # patience counts study evaluations: a finer-evaluated budget check's run is left out
+    curves = {name: r for name, r in unique.values() if not evaluated_finer(r)}
     rows = []
     for patience in RULE_CANDIDATES["patience"]:
         for min_delta in RULE_CANDIDATES["min_delta"]:
@@ -220,8 +224,9 @@ def chosen_rule(table: pd.DataFrame) -> tuple[int, float]:
 def study_records(scale: str, compute: bool = False, data_dir=None) -> dict[str, dict]:
     """"method, lr x[, head_lr y][, cap z][, eval every n]" -> the study's record, for every run of its first step,
     of the head_lr grids (at each method's chosen lr, once its lr grid is complete) and of the budget check (each
-    method's chosen setting at the longer caps or finer evaluation it needs): computed where missing when `compute`, else only those in the store (the
-    study is long: scripts/run_cpu_edition.py convergence fills it in the background)."""
+    method's chosen setting at the longer caps or finer evaluation it needs): computed where missing when
+    `compute`, else only those in the store (the study is long: scripts/run_cpu_edition.py convergence fills it
+    in the background)."""
     from ..config import resolve
 
     get = ((lambda o: train(o, data_dir=data_dir, allow_stale=True)) if compute else
@@ -257,13 +262,17 @@ def study_name(overrides: dict, head: bool = False) -> str:
     return name
 
 
+def chosen_lr(records: dict[str, dict], method: str, scale: str) -> float | None:
+    """The method's lr best on STS-B dev once its lr grid is complete in `records` (study_records' names), else None."""
+    lr_runs = {lr: records.get(f"{method}, lr {lr:g}") for lr in STUDY_GRIDS["lrs"][scale]}
+    return chosen_setting(lr_runs) if all(lr_runs.values()) else None
+
+
 def study_choice(records: dict[str, dict], method: str, scale: str) -> dict | None:
     """The overrides of the method's chosen setting (its lr, then for a method with added modules its head_lr, each
     best on STS-B dev) once its grids are complete in `records` (study_records' names), else None."""
-    lr_runs = {lr: records.get(f"{method}, lr {lr:g}") for lr in STUDY_GRIDS["lrs"][scale]}
-    if not all(lr_runs.values()):
+    if (lr := chosen_lr(records, method, scale)) is None:
         return None
-    lr = chosen_setting(lr_runs)
     if method not in ADDED_MODULE_METHODS:
         return study_overrides(method, scale, lr)
     heads = {h: records.get(f"{method}, lr {lr:g}, head_lr {h:g}") for h in STUDY_GRIDS["head_lrs"][scale]}
@@ -282,13 +291,15 @@ def budget_chain(overrides: dict, get) -> list[tuple[dict, dict]]:
     first evaluation. It ends at a run `get` does not have (None)."""
     chain = []
     for cap in STUDY_CAPS[overrides["scale"]]:
-        if (record := get(at_cap(overrides, cap))) is None:
+        capped = at_cap(overrides, cap)
+        if (record := get(capped)) is None:
             break
-        chain.append((at_cap(overrides, cap), record))
+        chain.append((capped, record))
         conv = claims.convergence_of(record)
         if conv["kept_first_evaluation"]:
-            if (finer := get(finer_evaluation(at_cap(overrides, cap)))) is not None:
-                chain.append((finer_evaluation(at_cap(overrides, cap)), finer))
+            fine = finer_evaluation(capped)
+            if (finer := get(fine)) is not None:
+                chain.append((fine, finer))
             break
         if not conv["still_improving_at_cap"]:
             break
@@ -312,6 +323,11 @@ def chosen_budget(chain: list[tuple[dict, dict]]) -> tuple[int, int] | None:
     done = (not claims.convergence_of(last)["still_improving_at_cap"]
             or last_overrides["max_steps"] == STUDY_CAPS[last_overrides["scale"]][-1])
     return (last_overrides["max_steps"], study_eval) if done else None
+
+
+def recorded_chain(records: dict[str, dict], chosen: dict | None) -> list[tuple[dict, dict]]:
+    """budget_chain of a chosen setting (study_choice) over the runs in `records` alone; [] while it is pending."""
+    return budget_chain(chosen, lambda o: records.get(study_name(o, head=True))) if chosen else []
 
 
 def budget_labels(chain: list[tuple[dict, dict]]) -> tuple[str, str]:
@@ -359,17 +375,12 @@ def study_choices(records: dict[str, dict], scale: str) -> pd.DataFrame:
     "pending" while a grid or the budget check is incomplete."""
     rows = {}
     for method in STUDY_METHODS:
-        lr_runs = {lr: records.get(f"{method}, lr {lr:g}") for lr in STUDY_GRIDS["lrs"][scale]}
-        done = sum(r is not None for r in lr_runs.values())
-        lr = chosen_setting(lr_runs) if done == len(lr_runs) else None
-        row = {"lr runs": f"{done} of {len(lr_runs)}", "chosen lr": f"{lr:g}" if lr else "pending"}
+        done = sum(f"{method}, lr {lr:g}" in records for lr in STUDY_GRIDS["lrs"][scale])
+        lr, chosen = chosen_lr(records, method, scale), study_choice(records, method, scale)
+        row = {"lr runs": f"{done} of {len(STUDY_GRIDS['lrs'][scale])}", "chosen lr": f"{lr:g}" if lr else "pending"}
         if method in ADDED_MODULE_METHODS:
-            heads = {h: records.get(f"{method}, lr {lr:g}, head_lr {h:g}") for h in STUDY_GRIDS["head_lrs"][scale]} if lr else {}
-            complete = bool(heads) and all(heads.values())
-            row["chosen head_lr"] = f"{chosen_setting(heads):g}" if complete else "pending"
-        chosen = study_choice(records, method, scale)
-        chain = budget_chain(chosen, lambda o: records.get(study_name(o, head=True))) if chosen else []
-        row["chosen cap"], row["evaluate every"] = budget_labels(chain)
+            row["chosen head_lr"] = f"{chosen['head_lr']:g}" if chosen else "pending"
+        row["chosen cap"], row["evaluate every"] = budget_labels(recorded_chain(records, chosen))
         rows[method] = row
     frame = pd.DataFrame.from_dict(rows, orient="index").fillna("–")
     return frame[[c for c in ("lr runs", "chosen lr", "chosen head_lr", "chosen cap", "evaluate every") if c in frame]]
@@ -386,7 +397,7 @@ def presets_beside_study(records: dict[str, dict], scale: str) -> pd.DataFrame:
     for method in STUDY_METHODS:
         cfg = resolve(overrides={"method": method, "scale": scale})
         chosen = study_choice(records, method, scale)
-        chain = budget_chain(chosen, lambda o: records.get(study_name(o, head=True))) if chosen else []
+        chain = recorded_chain(records, chosen)
         budget = chosen_budget(chain) if chain else None
         pairs = {"lr": (cfg["lr"], chosen and chosen["lr"]), "cap": (cfg["max_steps"], budget and budget[0]),
                  "eval_steps": (cfg["eval_steps"], budget and budget[1]),

@@ -55,10 +55,11 @@ def row_seeds(name: str, seed_list: list[int], ablation_count: int) -> list[int]
     return seed_list[:ablation_count] if name.startswith("SimCSE + SLT-FAI w/o") else seed_list
 
 
-def plm_frequency(model_name: str, n_sentences: int, data_dir=None, force: bool = False) -> dict:
+def plm_frequency(model_name: str, n_sentences: int, data_dir=None, force: bool = False, allow_stale: bool = True) -> dict:
     """The untrained PLM's frequency analyses (the "BERT" panel of Figures 5-7), a cached record of kind
     "frequency" with its wall time."""
-    return cached("frequency", {"model_name": model_name, "n_sentences": n_sentences}, data_dir, force)
+    return cached("frequency", {"model_name": model_name, "n_sentences": n_sentences}, data_dir, force,
+                  allow_stale=allow_stale)
 
 
 def frequency_numbers(groups: dict[str, list[dict]]) -> pd.DataFrame:
