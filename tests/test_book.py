@@ -52,6 +52,14 @@ def test_every_notation_entry_is_linked_from_a_chapter_and_every_link_has_an_ent
             assert link in entries, f"{name} links {link}, which the notation page does not define"
 
 
+def _knobs(method: str | None = None) -> set[str]:
+    """The `--set` keys a training command takes: of `method`, or (None) of any method."""
+    from sre_repro.config import CommonConfig, field_types
+    from sre_repro.methods import available, get_method
+
+    return {k for m in ([method] if method else available()) for k in field_types(CommonConfig, get_method(m).Params)}
+
+
 def test_every_parameter_and_notebook_an_exercise_names_exists():
     from sre_repro import book
 
@@ -63,8 +71,13 @@ def test_every_parameter_and_notebook_an_exercise_names_exists():
             continue
         with_exercises += 1
         exercises = text.split("## Exercises", 1)[1]
-        unknown = set(re.findall(r"-p (\w+)", exercises)) - set(book.notebook_parameters(name))
+        named = set(re.findall(r"-p (\w+)", exercises)) | set(re.findall(r'-y "(\w+):', exercises))
+        unknown = named - set(book.notebook_parameters(name))
         assert not unknown, f"{name}'s exercises name parameters it does not declare: {sorted(unknown)}"
+        for command in re.findall(r"`([^`]*--set [^`]*)`", exercises):  # a training command's knobs
+            method = re.search(r"--method (\w+)", command)
+            unknown = set(re.findall(r"--set (\w+)=", command)) - _knobs(method and method.group(1))
+            assert not unknown, f"{name}'s exercise command `{command}` sets unknown knobs {sorted(unknown)}"
         for notebook in re.findall(r"notebooks/(\w+)\.ipynb", exercises):
             assert notebook == name, f"{name}'s exercises run notebooks/{notebook}.ipynb"
     assert with_exercises >= 1
