@@ -161,7 +161,8 @@ def cmd_records(args) -> int:
             print(line)
         return 0
     if args.records_command == "accept":
-        for line in fingerprints.accept(args.variants or None, args.results, args.data_dir, args.workers):
+        for line in fingerprints.accept(args.variants or None, args.results, args.data_dir, args.workers,
+                                        args.other_versions):
             print(line)
         return 0
     state = fingerprints.status(args.results, args.data_dir, args.workers, args.full)
@@ -254,6 +255,9 @@ def build_parser(train_help: bool = False) -> argparse.ArgumentParser:
             one.add_argument("--full", action="store_true", help="probe even a tree that checked.json confirms")
         if name == "accept":
             one.add_argument("variants", nargs="*", help="variant ids (default: every changed or unfingerprinted one)")
+            one.add_argument("--other-versions", action="store_true",
+                             help="also fingerprint the records this source computed under other library versions "
+                                  "(a GPU image's torch): they name their versions and hardware")
         one.set_defaults(func=cmd_records)
 
     be = sub.add_parser("bench", help="throughput benchmarks of this machine (writes a JSON for the book)")

@@ -201,9 +201,10 @@ def _dependency_group(job) -> str:
     return method if method in ("rankcse", "paser") or "run" in cfg else job[0]
 
 
-def status(root=None, data_dir=None, workers: int = 2, full: bool = False) -> dict:
+def status(root=None, data_dir=None, workers: int = 2, full: bool = False, other_versions: bool = False) -> dict:
     """What `records check` reports: per variant with a committed fingerprint, whether its probe still
-    computes its numbers; the records that rest on a changed or an old fingerprint; unfingerprinted records."""
+    computes its numbers; the records that rest on a changed or an old fingerprint; unfingerprinted records
+    (`other_versions`: those this source computed under other library versions count as this tree's)."""
     held = records(root)
     fingerprints = committed(root)
     users: dict[str, list[Path]] = {}
@@ -215,7 +216,7 @@ def status(root=None, data_dir=None, workers: int = 2, full: bool = False) -> di
         for variant, fingerprint in (record.get("fingerprints") or {}).items():
             users.setdefault(variant, []).append(path)
             if fingerprint is None and variant not in fingerprints:
-                if record.get("source_tree") == tree:
+                if runs.computed_by(record, tree, other_versions):
                     pending.setdefault(variant, _variant_probe(kind, record["config"], variant))
                 else:
                     other_source.append(path)
@@ -248,11 +249,14 @@ def write_fingerprint(variant: str, kind: str, probe_cfg: dict, numbers: dict, r
     return fingerprint
 
 
-def accept(variants: list[str] | None = None, root=None, data_dir=None, workers: int = 2) -> list[str]:
+def accept(variants: list[str] | None = None, root=None, data_dir=None, workers: int = 2,
+           other_versions: bool = False) -> list[str]:
     """Commit the probes' current numbers for `variants` (default: every changed or unfingerprinted one) and
-    name the new fingerprints in the records computed by this very source that had none. Records computed
-    under an older fingerprint keep it, and so read stale until recomputed. Returns the lines to print."""
-    state = status(root, data_dir, workers, full=True)
+    name the new fingerprints in the records computed by this very source that had none (`other_versions`: also
+    those it computed under other library versions, e.g. a GPU image's torch; each names its versions and
+    hardware). Records computed under an older fingerprint keep it, and so read stale until recomputed. Returns
+    the lines to print."""
+    state = status(root, data_dir, workers, full=True, other_versions=other_versions)
     wanted = set(variants or [*state["changed"], *state["pending"]])
     unknown = wanted - set(state["fingerprints"]) - set(state["pending"])
     if unknown:
@@ -269,7 +273,7 @@ def accept(variants: list[str] | None = None, root=None, data_dir=None, workers:
     tree = runs.source_tree()
     for path, record in records(root).items():
         marks = record.get("fingerprints") or {}
-        todo = [v for v, f in marks.items() if f is None and v in wanted and record.get("source_tree") == tree]
+        todo = [v for v, f in marks.items() if f is None and v in wanted and runs.computed_by(record, tree, other_versions)]
         if todo:
             record["fingerprints"] = {**marks, **{v: runs.committed_fingerprint(v, root) for v in todo}}
             record["digest"] = runs.content_digest(record)

@@ -99,6 +99,13 @@ def source_tree() -> str:
     return f"{_tree_hash(stamp)}-torch{torch.__version__}-transformers{transformers.__version__}"
 
 
+def computed_by(record: dict, tree: str, other_versions: bool = False) -> bool:
+    """Whether `record` was computed by the source state `tree` (source_tree()); with `other_versions`, by the same
+    source under any library versions."""
+    made = record.get("source_tree") or ""
+    return made == tree or (other_versions and made.split("-torch")[0] == tree.split("-torch")[0])
+
+
 def run_path(kind: str, cfg: dict, root=None) -> Path:
     return results_dir(root) / kind / f"{config_hash(cfg)}.json"
 

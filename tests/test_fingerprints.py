@@ -15,6 +15,7 @@ import pytest
 
 from sre_repro import fingerprints, report, runs
 from sre_repro.config import resolve
+from sre_repro.errors import SreError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -65,6 +66,30 @@ def test_a_record_is_stale_exactly_when_its_variants_fingerprint_changed(tmp_pat
     assert report.verdict([1.0, 1.1, 1.2], "x")["verdict"] == "holds at this scale"
     assert runs.lookup("eval", cfg, tmp_path, allow_stale=True)["stale"] is True
     assert report.verdict([1.0, 1.1, 1.2], "x")["verdict"].startswith("stale: recompute with force=True (1 stale record(s)")
+
+
+def test_records_computed_under_other_library_versions_are_fingerprinted_only_when_asked(tmp_path, monkeypatch):
+    """A record a GPU image computed (same source, its own torch) reads stale until `records accept
+    --other-versions` names this environment's fingerprint in it; a record of other source is never taken."""
+    cfg = {"model_name": "glove", "pooler": "avg", "whiten": False, "whiten_dim": 0, "precision": "fp32",
+           "tasks": "sts", "max_pairs": 0}
+    (variant,) = runs.variants("eval", cfg)
+    monkeypatch.setattr(fingerprints, "probe_all", lambda jobs, data_dir=None, workers=2: {v: {"avg": 1.0} for v, *_ in jobs})
+    here = runs.source_tree()
+    record = runs.save("eval", cfg, {"metrics": {}}, tmp_path)
+    path = runs.run_path("eval", cfg, tmp_path)
+    for made, taken in (("0123456789abcdef" + here[16:], False),
+                        (here.split("-torch")[0] + "-torch2.11.0+cu130-transformers5.17.0", True)):
+        elsewhere = {**record, "source_tree": made}
+        runs.write_json_atomic(path, {**elsewhere, "digest": runs.content_digest(elsewhere)})
+        assert fingerprints.status(tmp_path)["other_source"] == [path]
+        if not taken:
+            with pytest.raises(SreError, match="no record rests on variant"):
+                fingerprints.accept([variant], tmp_path, other_versions=True)
+            continue
+        fingerprints.accept([variant], tmp_path, other_versions=True)
+        assert runs.read("eval", cfg, tmp_path)["fingerprints"][variant] == runs.committed_fingerprint(variant, tmp_path)
+        assert runs.read("eval", cfg, tmp_path)["stale"] is False
 
 
 def test_a_chapter_serves_a_stale_evaluation_of_kept_weights_and_recomputes_it_only_when_asked(tmp_path, monkeypatch):
