@@ -16,7 +16,11 @@ from sre_repro import book
 from sre_repro.chapters import pt_bert as pt_bert_chapter
 from sre_repro.chapters import recipe as recipe_chapter
 from sre_repro.chapters import sarcse as sarcse_chapter
+from sre_repro.config import use_cpu_recipe
 
+# the chapters filled here keep the recipe they were computed with until they are recomputed (book.CHAPTER_RECIPES);
+# the convergence study sets every knob it varies
+use_cpu_recipe("fixed-budget")
 which = sys.argv[1:] or ["recipe", "baselines", "simcse", "simcse_sup"]
 if "recipe" in which:
     import papermill

@@ -78,10 +78,19 @@ def notebook_parameters(notebook: str) -> dict[str, str]:
 ACCEPTED = {"str": (str,), "bool": (bool,), "int": (int,), "float": (int, float), "list": (list, tuple, str)}
 
 
+# The cpu recipe (config.CPU_RECIPES) each chapter's records were computed with: "fixed-budget" until the chapter
+# is recomputed under the convergence study's recipe; a chapter not listed (none trains) has "converged"
+CHAPTER_RECIPES = {name: "fixed-budget" for name in ("00b_stand_in_plm", "01_simcse", "cpu_recipe", "sarcse", "byop",
+                                                    "pt_bert", "slt_fai", "paser")}
+
+
 def check_parameters(notebook: str, namespace: dict) -> None:
     """Stop a chapter given a parameter it does not declare (papermill only warns, and a typo such as
-    `-p scal smoke` would run the whole chapter at its default scale). Call it first thing after the imports:
-    any plain value in the namespace then is a declared parameter or one that papermill injected."""
+    `-p scal smoke` would run the whole chapter at its default scale), then put the chapter's cpu recipe in force
+    (CHAPTER_RECIPES). Call it first thing after the imports: any plain value in the namespace then is a declared
+    parameter or one that papermill injected."""
+    from .config import use_cpu_recipe
+
     known = notebook_parameters(notebook)
     unknown = sorted(name for name, value in namespace.items()
                      if not name.startswith("_") and name not in known and name not in IPYTHON_NAMES
@@ -98,6 +107,7 @@ def check_parameters(notebook: str, namespace: dict) -> None:
                               "float": ("a number", "0.1"), "list": ("a list", '"[1, 2]"')}.get(kind, ("text", "x"))
             raise SreError(f"parameter {name} of notebooks/{notebook}.ipynb takes {takes}, got {value!r}: write e.g. "
                            f"-p {name} {example}")
+    use_cpu_recipe(CHAPTER_RECIPES.get(notebook, "converged"))
 
 
 def _check_scale(scale: str) -> None:
@@ -127,10 +137,20 @@ def judging_rule(scale: str) -> tuple[int, float]:
     return (preset["patience"], preset["min_delta"]) if preset["patience"] else JUDGING_RULE[scale]
 
 
+# A chapter recomputed under the protocol (the converged cpu recipe) judges its claims on at least five seeds
+PROTOCOL_SEEDS = {"cpu": [42, 43, 44, 45, 46]}
+
+
 def seeds(scale: str, chosen=None) -> list[int]:
+    """The seeds a chapter trains: `chosen`, else the edition's (PROTOCOL_SEEDS under the converged cpu recipe)."""
+    from .config import cpu_recipe_in_force
+
     _check_scale(scale)
     chosen = as_list(chosen, "seeds")
-    return chosen if chosen else list(EDITION[scale]["seeds"])
+    if chosen:
+        return chosen
+    protocol_seeds = PROTOCOL_SEEDS.get(scale) if cpu_recipe_in_force() == "converged" else None
+    return list(protocol_seeds or EDITION[scale]["seeds"])
 
 
 def baselines(models: list[str], precision: str = "fp32", data_dir=None, force: bool = False,

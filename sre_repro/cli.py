@@ -179,17 +179,20 @@ def _train_epilog() -> str:
     import functools
     import textwrap
 
-    from .config import CommonConfig, SCALE_PRESETS
+    from .config import CPU_RECIPES, CommonConfig, SCALE_PRESETS
     from .methods import available, get_method
 
     methods = ", ".join(f"{m} ({', '.join(f.name for f in dataclasses.fields(get_method(m).Params)) or 'no own knobs'})"
                         for m in available())
     common = ", ".join(f"{k}={v}" for k, v in dataclasses.asdict(CommonConfig()).items())
+    recipe = "; ".join(f"{m} " + ", ".join(f"{k}={v:g}" for k, v in knobs.items())
+                       for m, knobs in CPU_RECIPES["converged"].items())
     wrap = functools.partial(textwrap.fill, width=110, subsequent_indent="  ")
     return "\n".join([wrap(f"methods and their own knobs: {methods}"),
                       wrap(f"knobs every method has, with their defaults (the scale's preset then replaces some; "
                            f"--set scale=smoke|cpu|paper): {common}"),
-                      wrap(f"the cpu preset: {', '.join(f'{k}={v}' for k, v in SCALE_PRESETS['cpu'].items())}")])
+                      wrap(f"the cpu preset: {', '.join(f'{k}={v}' for k, v in SCALE_PRESETS['cpu'].items())}; each "
+                           f"method's lr, budget and stopping rule at cpu: {recipe}")])
 
 
 def build_parser(train_help: bool = False) -> argparse.ArgumentParser:

@@ -1,8 +1,8 @@
 """Run configuration: one flat set of knobs with defaults, scale presets, type-checked overrides.
 
 Resolution order (later wins): the common defaults, the method's own defaults, the scale preset (common,
-then the method's), the YAML file, then `--set key=value`. Unknown keys and wrong types are errors that
-name the key.
+then the method's, then at cpu the method's recipe: CPU_RECIPES), the YAML file, then `--set key=value`. Unknown
+keys and wrong types are errors that name the key.
 """
 from __future__ import annotations
 
@@ -55,14 +55,68 @@ SCALE_PRESETS = {
     "smoke": dict(model_name="tiny-random", train_data="wiki1m", max_train_examples=96, batch_size=8,
                   max_len=16, max_steps=6, eval_steps=3, lr=1e-4, precision="fp32", eval_max_pairs=100),
     # sre-bert: the book's own small raw BERT (models/sre-bert). fp32: the build machines' CPUs (AMD EPYC,
-    # AVX2) have no bf16 units; bf16 autocast is ~30x slower there (make bench). lr and max_steps: chosen on
-    # STS-B dev by the appendix "The cpu recipe" (notebooks/cpu_recipe.ipynb, sre_repro/chapters/recipe.py);
-    # methods with added modules take their head_lr from it too (in their own SCALE_PRESETS).
-    "cpu": dict(model_name="sre-bert", train_data="wiki1m", batch_size=64, max_len=32, max_steps=100,
-                eval_steps=20, lr=1e-4, precision="fp32"),
+    # AVX2) have no bf16 units; bf16 autocast is ~30x slower there (make bench). Each method's lr, budget and
+    # stopping rule at cpu: CPU_RECIPES below.
+    "cpu": dict(model_name="sre-bert", train_data="wiki1m", batch_size=64, max_len=32, precision="fp32"),
     "paper": dict(model_name="bert-base-uncased", train_data="wiki1m_full", batch_size=64, max_len=32,
                   epochs=1, max_steps=0, eval_steps=125, lr=3e-5, precision="fp16"),
 }
+
+
+# The cpu recipe of each method: its PLM's lr (and head_lr, the modules it adds), its budget and its stopping rule.
+# "converged": what the appendix "The cpu recipe" chose on STS-B dev (its convergence study, seed 42): STS-B dev every
+# eval_steps steps, a stop once patience evaluations (200 steps) bring no gain, a cap of 600 steps (1200 where the
+# longer run gained); a method whose run kept its first evaluation is evaluated every 5 steps. "fixed-budget": the
+# recipe before that study (100
+# steps, no stopping rule), in force in the chapters not yet recomputed under it (book.CHAPTER_RECIPES), whose
+# records were computed with it.
+_CONVERGED = {"max_steps": 600, "eval_steps": 20, "patience": 10, "min_delta": 0.0}
+_EVERY_5 = {"eval_steps": 5, "patience": 40}
+_FIXED_BUDGET = {"lr": 1e-4, "max_steps": 100, "eval_steps": 20, "patience": 0, "min_delta": 0.0}
+CPU_RECIPES = {
+    "converged": {
+        "simcse": {**_CONVERGED, **_EVERY_5, "lr": 1e-4}, "simcse_sup": {**_CONVERGED, "lr": 3e-4, "max_steps": 1200},
+        "simcse_mlm": {**_CONVERGED, **_EVERY_5, "lr": 1e-4}, "ifm": {**_CONVERGED, **_EVERY_5, "lr": 3e-5},
+        "byop": {**_CONVERGED, "lr": 1e-4}, "consert": {**_CONVERGED, "lr": 3e-5}, "rankcse": {**_CONVERGED, "lr": 3e-5},
+        "sarcse": {**_CONVERGED, **_EVERY_5, "lr": 3e-4, "head_lr": 1e-3},
+        "pt_bert": {**_CONVERGED, "lr": 3e-5, "head_lr": 1e-4},
+        # the discriminators' warm-up keeps its share of the run (5 %, ConSERT's 0.5 of 10 epochs)
+        "slt_fai": {**_CONVERGED, "lr": 3e-5, "head_lr": 1e-3, "aux_warmup_steps": 30},
+        "paser": {**_CONVERGED, "lr": 3e-4, "head_lr": 1e-3}},
+    "fixed-budget": {
+        **{m: dict(_FIXED_BUDGET) for m in ("simcse", "simcse_mlm", "ifm", "byop", "consert", "rankcse")},
+        "simcse_sup": {**_FIXED_BUDGET, "lr": 5e-5}, "sarcse": {**_FIXED_BUDGET, "head_lr": 1e-3},
+        "pt_bert": {**_FIXED_BUDGET, "head_lr": 1e-2}, "slt_fai": {**_FIXED_BUDGET, "head_lr": 1e-3, "aux_warmup_steps": 5},
+        "paser": {**_FIXED_BUDGET, "head_lr": 1e-3}},
+}
+_CPU_RECIPE = ["converged"]  # the recipe in force (use_cpu_recipe); a chapter puts its own in force
+
+
+def use_cpu_recipe(name: str) -> None:
+    """Put cpu recipe `name` in force for every config resolved from now on (a chapter's, book.CHAPTER_RECIPES)."""
+    if name not in CPU_RECIPES:
+        raise SreError(f"unknown cpu recipe {name!r}: choose from {', '.join(CPU_RECIPES)}")
+    _CPU_RECIPE[0] = name
+
+
+@contextlib.contextmanager
+def cpu_recipe(name: str):
+    """Resolve every config inside under cpu recipe `name`, then restore the one in force."""
+    before = _CPU_RECIPE[0]
+    use_cpu_recipe(name)
+    try:
+        yield
+    finally:
+        _CPU_RECIPE[0] = before
+
+
+def cpu_recipe_in_force() -> str:
+    return _CPU_RECIPE[0]
+
+
+def recipe_presets(method: str, scale: str, recipe: str | None = None) -> dict:
+    """The presets of `method`'s cpu recipe (`recipe`, else the one in force); {} at another scale."""
+    return CPU_RECIPES[recipe or _CPU_RECIPE[0]].get(method, {}) if scale == "cpu" else {}
 
 
 # While a fingerprint's probe runs (fingerprints.py) every run resolved is shrunk alike, the runs it depends on too
@@ -116,8 +170,8 @@ def load_yaml(path) -> dict:
     return data
 
 
-def resolve(method: str | None = None, overrides: dict | None = None) -> dict:
-    """The complete, validated configuration as a flat dict."""
+def resolve(method: str | None = None, overrides: dict | None = None, recipe: str | None = None) -> dict:
+    """The complete, validated configuration as a flat dict (at cpu under `recipe`, else the cpu recipe in force)."""
     overrides = dict(overrides or {})
     method = overrides.pop("method", None) or method or "simcse"
     method_cls = get_method(method)
@@ -131,9 +185,10 @@ def resolve(method: str | None = None, overrides: dict | None = None) -> dict:
     cfg = {**dataclasses.asdict(CommonConfig()), **dataclasses.asdict(method_cls.Params())}
     cfg.update(SCALE_PRESETS[scale])
     cfg.update(method_cls.SCALE_PRESETS.get(scale, {}))
-    # presets that depend on another knob (slt_fai: its backbone's recipe)
-    cfg.update(getattr(method_cls, "backbone_presets", lambda *_: {})(scale, overrides, dataclasses.asdict(CommonConfig()),
-                                                                      SCALE_PRESETS[scale]))
+    cfg.update(recipe_presets(method, scale, recipe))
+    # presets that depend on another knob (slt_fai: its backbone's recipe, with SimCSE's cpu recipe)
+    cfg.update(getattr(method_cls, "backbone_presets", lambda *_: {})(
+        scale, overrides, dataclasses.asdict(CommonConfig()), {**SCALE_PRESETS[scale], **recipe_presets("simcse", scale, recipe)}))
     unset_allowed = {f.name for cls in (CommonConfig, method_cls.Params) for f in fields(cls)
                      if isinstance(f.type, str) and f.type.endswith("| None")}  # None: "as the default says"
     cfg.update({k: None if v is None and k in unset_allowed else coerce(k, v, types[k]) for k, v in overrides.items()})

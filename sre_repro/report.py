@@ -175,6 +175,11 @@ def scale_banner(scale: str, cfg: dict | None = None, seeds=None, extra: str = "
                     ", ".join(f"{method} {value}" for method, value in values.items()))
         parts.append(f"model {cfg['model_name']}, {each('train_data')}, {steps} steps x batch {cfg['batch_size']}, "
                      f"max_len {cfg['max_len']}, lr {each('lr')}{head}, {cfg['precision']}")
+        if cfg.get("patience"):  # the cap is a cap: the rule stops the run (the cpu recipe's convergence study)
+            parts.append(f"stops when {cfg['patience']} evaluations (every {cfg['eval_steps']} steps) gain no more "
+                         f"than {cfg['min_delta']:g} on STS-B dev")
+        elif scale == "cpu" and "patience" in cfg:
+            parts.append("a fixed budget, no stopping rule (the recipe before the convergence study)")
         pooled = {}
         for c in (cfg, *also):
             pooled.setdefault(c.get("method"), poolers(c))

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from sre_repro import book, report
+from sre_repro import book, config, report
 from sre_repro.chapters import sarcse as sarcse_chapter, byop as byop_chapter
 from sre_repro.errors import SreError
 
@@ -12,11 +12,13 @@ def _run(cos=None, dev=0.0, importance=None):
 
 
 def test_same_budget_keeps_the_number_of_training_sentences():
-    base = sarcse_chapter.same_budget("cpu", "sarcse", 64)
-    assert base["max_steps"] == 100
-    assert sarcse_chapter.same_budget("cpu", "sarcse", 32)["max_steps"] == 200
-    big = sarcse_chapter.same_budget("cpu", "sarcse", 512)
-    assert big["max_steps"] == 12 and big["batch_size"] == 512 and 1 <= big["eval_steps"] <= 12
+    with config.cpu_recipe("fixed-budget"):  # the SARCSE chapter's until it is recomputed
+        base = sarcse_chapter.same_budget("cpu", "sarcse", 64)
+        assert base["max_steps"] == 100
+        assert sarcse_chapter.same_budget("cpu", "sarcse", 32)["max_steps"] == 200
+        big = sarcse_chapter.same_budget("cpu", "sarcse", 512)
+        assert big["max_steps"] == 12 and big["batch_size"] == 512 and 1 <= big["eval_steps"] <= 12
+    assert sarcse_chapter.same_budget("cpu", "sarcse", 32)["max_steps"] == 1200  # the converged recipe's cap, 600
 
 
 def test_cosine_spread_is_the_within_group_variance():
@@ -96,7 +98,9 @@ def test_rankcse_teachers_are_the_simcse_runs_of_the_other_seeds():
 def test_list_parameters_given_as_text_by_papermill_are_read_as_lists():
     # `papermill -p seeds "[1, 2, 3]"` hands the notebook the string, not a list
     assert book.seeds("cpu", "[1, 2, 3]") == [1, 2, 3]
-    assert book.seeds("cpu", "") == [42, 43, 44]
+    assert book.seeds("cpu", "") == book.PROTOCOL_SEEDS["cpu"] == [42, 43, 44, 45, 46]  # the protocol's: five
+    with config.cpu_recipe("fixed-budget"):
+        assert book.seeds("cpu", "") == [42, 43, 44]  # a chapter not yet recomputed keeps its three
     assert byop_chapter.grid("byopd_perturbations", "cpu", "['n-', 'p+']") == ["n-", "p+"]
     with pytest.raises(book.SreError, match="thetas must be a list"):
         book.as_list("0.1", "thetas")

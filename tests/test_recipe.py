@@ -111,21 +111,28 @@ def test_the_study_picks_on_dev_and_prefers_the_cheaper_on_ties():
     assert recipe.chosen_setting({1e-4: run(50.0), 1e-3: run(51.0), 1e-2: run(51.0)}) == 1e-3
 
 
-def test_the_cpu_presets_equal_what_the_committed_study_chose():
-    """The study's committed records (results/) decide the cpu presets: read them, choose as the appendix does."""
+def test_the_cpu_recipes_equal_what_the_committed_studies_chose(monkeypatch):
+    """The committed records (results/) decide both cpu recipes: the convergence study the converged one (every
+    preset of every method follows it), the earlier fixed-budget study the recipe the chapters not yet recomputed
+    keep. Read them and choose as the appendix does."""
+    from sre_repro import config
     from sre_repro.chapters import recipe
-    stored = {key: runs.read("simcse", resolve(overrides=o), runs.REPO_ROOT / "results")
-              for key, o in recipe.plm_settings("cpu").items()}
-    assert all(stored.values()), "results/ lacks study runs: execute notebooks/cpu_recipe.ipynb at cpu"
-    lr, steps = recipe.chosen_plm(stored, recipe.STEP_BUDGET["cpu"])
-    preset = resolve(overrides={"method": "simcse", "scale": "cpu"})
-    assert (preset["lr"], preset["max_steps"]) == (lr, steps)
-    for method in recipe.ADDED_MODULE_METHODS:
-        heads = {h: runs.read(method, resolve(overrides=o), runs.REPO_ROOT / "results")
-                 for h, o in recipe.head_settings(method, "cpu", lr, steps).items()}
-        assert all(heads.values()), f"results/ lacks the {method} head_lr study runs"
-        cfg = resolve(overrides={"method": method, "scale": "cpu"})
-        assert (cfg["lr"], cfg["max_steps"], cfg["head_lr"]) == (lr, steps, recipe.chosen_setting(heads))
+    monkeypatch.setenv("SRE_REPRO_RESULTS", str(runs.REPO_ROOT / "results"))  # read only
+    beside = recipe.presets_beside_study(recipe.study_records("cpu"), "cpu")
+    assert beside["follows the study"].all(), beside[~beside["follows the study"]].to_dict("index")
+    with config.cpu_recipe("fixed-budget"):
+        stored = {key: runs.read("simcse", resolve(overrides=o)) for key, o in recipe.plm_settings("cpu").items()}
+        assert all(stored.values()), "results/ lacks study runs: execute notebooks/cpu_recipe.ipynb at cpu"
+        lr, steps = recipe.chosen_plm(stored, recipe.STEP_BUDGET["cpu"])
+        preset = resolve(overrides={"method": "simcse", "scale": "cpu"})
+        assert (preset["lr"], preset["max_steps"], preset["patience"]) == (lr, steps, 0)
+        for method in recipe.ADDED_MODULE_METHODS:
+            heads = {h: runs.read(method, resolve(overrides=o)) for h, o in recipe.head_settings(method, "cpu", lr, steps).items()}
+            assert all(heads.values()), f"results/ lacks the {method} head_lr study runs"
+            cfg = resolve(overrides={"method": method, "scale": "cpu"})
+            assert (cfg["lr"], cfg["max_steps"], cfg["head_lr"]) == (lr, steps, recipe.chosen_setting(heads))
+    # a chapter puts its recipe in force; a config resolved outside one has the converged recipe
+    assert resolve(overrides={"method": "simcse", "scale": "cpu"})["max_steps"] == 600
 
 
 def test_a_schema_2_record_keeps_its_fingerprint_under_its_schema_3_name(tmp_path):
@@ -252,10 +259,17 @@ def test_the_budget_check_lengthens_a_run_still_improving_and_evaluates_finer_on
     # the presets in force beside the choices: pending until every method's grids are in, then compared
     assert row["evaluate every"] == "20"
     beside = recipe.presets_beside_study(records, "cpu")
-    assert beside.loc["simcse_sup", "lr"] == "5e-05 / 0.0003" and beside.loc["simcse_sup", "cap"] == "100 / 1200"
-    assert beside.loc["simcse", "lr"] == "0.0001 / pending" and beside.loc["simcse", "patience"] == "0 / pending"
+    assert beside.loc["simcse_sup", "lr"] == "0.0003 / 0.0003" and beside.loc["simcse_sup", "cap"] == "1200 / 1200"
+    assert beside.loc["simcse", "lr"] == "0.0001 / pending" and beside.loc["simcse", "patience"] == "40 / pending"
     assert beside.loc["paser", "head_lr"] == "0.001 / pending" and beside.loc["simcse", "head_lr"] == "–"
     assert not beside["follows the study"].any()
+    # another seed of the same setting that kept its first evaluation (a chapter's run) asks for the finer run too
+    overrides = recipe.study_overrides("simcse_sup", "cpu", 3e-4)
+    assert recipe.kept_first_at_other_seeds(overrides) == []
+    for seed, at in ((43, None), (44, 100)):
+        runs.save("simcse_sup", resolve(overrides={**overrides, "seed": seed}), first_kept(58.0, at=at))
+    assert recipe.kept_first_at_other_seeds(overrides) == [43]
+    assert [o["eval_steps"] for o, _ in chain({(600, 20): record(60.0, False), (600, 5): first_kept(58.5, every=5, patience=40, at=15)})] == [20, 5]
     # a knob counted in steps keeps its share of the cap (SLT-FAI's auxiliary warm-up: 5 %)
     slt_fai = recipe.study_overrides("slt_fai", "cpu", 1e-4)
     assert slt_fai["aux_warmup_steps"] == 30 and recipe.at_cap(slt_fai, 1200)["aux_warmup_steps"] == 60

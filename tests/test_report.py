@@ -55,6 +55,9 @@ def test_banner_names_each_methods_poolers_and_collapse_is_flagged_in_verdicts()
            "max_len": 32, "lr": 1e-4, "head_lr": 1e-3, "precision": "fp32", "eval_pooler": "avg"}
     simcse = {**cfg, "method": "simcse", "pooler": "avg", "head_lr": 0.0}
     assert "pooler: Z (SARCSE's CNN) in training, Z (SARCSE's CNN) at test |" in scale_banner("cpu", cfg, [42])
+    assert "a fixed budget, no stopping rule" in scale_banner("cpu", {**cfg, "patience": 0, "eval_steps": 20})
+    ruled = scale_banner("cpu", {**cfg, "patience": 10, "eval_steps": 20, "min_delta": 0.0})
+    assert "stops when 10 evaluations (every 20 steps) gain no more than 0 on STS-B dev" in ruled and "fixed" not in ruled
     both = scale_banner("cpu", cfg, [42], also=[simcse, simcse])
     assert "pooler: sarcse Z (SARCSE's CNN) in training, Z (SARCSE's CNN) at test; simcse avg in training, avg at test" in both
     runs = [{"seed": s, "metrics": {"geometry": {"anisotropy": a}}} for s, a in ((42, COLLAPSE_ANISOTROPY + 0.01), (43, 0.3))]

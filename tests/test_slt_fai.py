@@ -167,13 +167,16 @@ def test_at_loss_averages_per_sentence_then_over_sentences():
 
 
 def test_the_simcse_backbone_takes_simcses_presets():
-    cfg = resolve(overrides={"method": "slt_fai", "scale": "cpu", "backbone": "simcse"})
-    simcse = resolve(overrides={"method": "simcse", "scale": "cpu"})
-    for key in ("train_data", "max_len", "weight_decay", "adam_eps", "warmup_ratio", "lr", "max_steps", "batch_size", "pooler"):
-        assert cfg[key] == simcse[key], key
-    assert cfg["aux_warmup_steps"] == 10
-    consert = resolve(overrides={"method": "slt_fai", "scale": "cpu"})
-    assert (consert["train_data"], consert["max_len"], consert["aux_warmup_steps"]) == ("sts_unlabeled", 64, 5)
+    # under each cpu recipe: SimCSE's knobs, and the warm-up at SimCSE's share (0.1) and ConSERT's (0.05) of the cap
+    for recipe, warmups in (("fixed-budget", (10, 5)), ("converged", (60, 30))):
+        cfg = resolve(overrides={"method": "slt_fai", "scale": "cpu", "backbone": "simcse"}, recipe=recipe)
+        simcse = resolve(overrides={"method": "simcse", "scale": "cpu"}, recipe=recipe)
+        for key in ("train_data", "max_len", "weight_decay", "adam_eps", "warmup_ratio", "lr", "max_steps", "batch_size",
+                    "pooler", "eval_steps", "patience", "min_delta"):
+            assert cfg[key] == simcse[key], (recipe, key)
+        consert = resolve(overrides={"method": "slt_fai", "scale": "cpu"}, recipe=recipe)
+        assert (cfg["aux_warmup_steps"], consert["aux_warmup_steps"]) == warmups
+        assert (consert["train_data"], consert["max_len"]) == ("sts_unlabeled", 64)
     assert resolve(overrides={"method": "slt_fai", "scale": "paper", "backbone": "simcse"})["batch_size"] == 32
 
 

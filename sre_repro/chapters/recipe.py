@@ -285,10 +285,24 @@ def finer_evaluation(overrides: dict) -> dict:
     return {**overrides, "eval_steps": fine, "patience": overrides["patience"] * overrides["eval_steps"] // fine}
 
 
+def kept_first_at_other_seeds(overrides: dict) -> list[int]:
+    """The seeds of the edition's protocol (book.seeds under the converged recipe) whose run of this very setting
+    the store holds and kept its first evaluation: one seed's curve can rise past an early peak that the others
+    show (SimCSE peaks by step 20 at most seeds)."""
+    from ..config import cpu_recipe, resolve
+
+    with cpu_recipe("converged"):
+        seeds = [s for s in book.seeds(overrides["scale"]) if s != overrides["seed"]]
+    found = {s: runs.lookup(overrides["method"], resolve(overrides={**overrides, "seed": s}), allow_stale=True)
+             for s in seeds}
+    return [s for s, r in found.items() if r is not None and claims.convergence_of(r)["kept_first_evaluation"]]
+
+
 def budget_chain(overrides: dict, get) -> list[tuple[dict, dict]]:
     """(overrides, record) of a chosen setting under each budget it needs, from the study's own run: the next cap
     of STUDY_CAPS while the last run was still improving at its cap; the finer evaluation once a run kept its
-    first evaluation. It ends at a run `get` does not have (None)."""
+    first evaluation, at the study's seed or at another seed of the protocol (kept_first_at_other_seeds). It ends
+    at a run `get` does not have (None)."""
     chain = []
     for cap in STUDY_CAPS[overrides["scale"]]:
         capped = at_cap(overrides, cap)
@@ -296,7 +310,7 @@ def budget_chain(overrides: dict, get) -> list[tuple[dict, dict]]:
             break
         chain.append((capped, record))
         conv = claims.convergence_of(record)
-        if conv["kept_first_evaluation"]:
+        if conv["kept_first_evaluation"] or kept_first_at_other_seeds(capped):
             fine = finer_evaluation(capped)
             if (finer := get(fine)) is not None:
                 chain.append((fine, finer))
@@ -314,8 +328,8 @@ def chosen_budget(chain: list[tuple[dict, dict]]) -> tuple[int, int] | None:
     last_overrides, last = chain[-1]
     if last_overrides["eval_steps"] != study_eval:
         return last_overrides["max_steps"], last_overrides["eval_steps"]
-    if claims.convergence_of(last)["kept_first_evaluation"]:
-        return None
+    if claims.convergence_of(last)["kept_first_evaluation"] or kept_first_at_other_seeds(last_overrides):
+        return None  # waits for the finer-evaluated run
     for (overrides, record), (_, longer) in zip(chain, chain[1:]):
         gain = longer["metrics"]["stsb_dev_best"] - record["metrics"]["stsb_dev_best"]
         if not claims.convergence_of(record)["still_improving_at_cap"] or gain < protocol.DEV_TOLERANCE:
@@ -388,14 +402,15 @@ def study_choices(records: dict[str, dict], scale: str) -> pd.DataFrame:
 
 def presets_beside_study(records: dict[str, dict], scale: str) -> pd.DataFrame:
     """Per method, each preset the study chooses (lr, head_lr, cap, eval_steps, and the rule: patience, min_delta) as
-    "in force / chosen", "pending" where the study has not chosen it yet, and whether all of them follow it."""
+    "the converged recipe's / chosen" (config.CPU_RECIPES), "pending" where the study has not chosen it yet, and
+    whether all of them follow it."""
     from ..config import resolve
 
     complete = all(study_choice(records, m, scale) for m in STUDY_METHODS)
     rule = chosen_rule(rule_table(records)) if complete else None
     rows = {}
     for method in STUDY_METHODS:
-        cfg = resolve(overrides={"method": method, "scale": scale})
+        cfg = resolve(overrides={"method": method, "scale": scale}, recipe="converged")
         chosen = study_choice(records, method, scale)
         chain = recorded_chain(records, chosen)
         budget = chosen_budget(chain) if chain else None

@@ -98,8 +98,8 @@ class PaSeR(Method):
         "smoke": dict(train_data="sts_unlabeled", max_len=32, decoder_layers=2, decoder_heads=2, syntax_train_sentences=300,
                       recon_dev_sentences=16),
         # the stand-in's raw [CLS] was never trained (no next-sentence objective): cpu pools by averaging, as its
-        # SimCSE does (Table 9 compares poolers); head_lr: the decoder's, chosen by the appendix "The cpu recipe"
-        "cpu": dict(train_data="sts_unlabeled", pooler="avg", eval_pooler="avg", head_lr=1e-3),
+        # SimCSE does (Table 9 compares poolers); lr and the decoder's head_lr: config.CPU_RECIPES
+        "cpu": dict(train_data="sts_unlabeled", pooler="avg", eval_pooler="avg"),
         "paper": dict(train_data="sts_unlabeled", epochs=5, precision="fp32"),
     }
 

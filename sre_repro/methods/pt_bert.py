@@ -159,7 +159,7 @@ class PTBERT(Method):
     # test pooler use avg at cpu, as the cpu SimCSE runs do, and [CLS] at paper scale (the code's pooler, and the
     # sentence vector selection and test read); max_len 64 is the official recipe's
     # cpu head_lr: the added modules' rate, chosen on STS-B dev by the appendix "The cpu recipe"
-    SCALE_PRESETS = {"cpu": dict(pooler="avg", h_pool="avg", eval_pooler="avg", max_len=64, head_lr=1e-2),
+    SCALE_PRESETS = {"cpu": dict(pooler="avg", h_pool="avg", eval_pooler="avg", max_len=64),  # lr, head_lr: config.CPU_RECIPES
                      "paper": dict(pooler="cls", h_pool="cls", eval_pooler="cls", max_len=64)}
 
     def __init__(self, cfg, encoder):

@@ -150,7 +150,7 @@ class SARCSE(Method):
     Params = Params
     SCALE_PRESETS = {
         "smoke": dict(co_t=32),
-        "cpu": dict(head_lr=1e-3),  # the added modules' rate, chosen on STS-B dev by the appendix "The cpu recipe"
+        "cpu": {},  # lr and head_lr: config.CPU_RECIPES
         "paper": dict(model_name="roberta-base", lr=1e-5, batch_size=64),
     }
 

@@ -137,9 +137,9 @@ class SLTFAI(FrequencyAnalysed):
     Params = Params
     PROBE_OVERRIDES = {"analysis_sentences": 16, "aux_warmup_steps": 1}  # the auxiliary losses act from step 2
     SCALE_PRESETS = {"smoke": dict(train_data="sts_unlabeled", eval_pooler="avg", analysis_sentences=60, aux_warmup_steps=2),
-                     # cpu: the warm-up in steps, the paper's share of a run (ConSERT: 0.5 of 10 epochs = 5 %);
-                     # the SimCSE block sets 10 (its 0.1 of one epoch); head_lr chosen by the appendix "The cpu recipe"
-                     "cpu": dict(CONSERT_RECIPE, analysis_sentences=2000, aux_warmup_steps=5, head_lr=1e-3),
+                     # cpu: lr, head_lr and the warm-up in steps (the paper's share of a run, ConSERT's 0.5 of 10
+                     # epochs = 5 %): config.CPU_RECIPES; the SimCSE block's is its 0.1 of one epoch
+                     "cpu": dict(CONSERT_RECIPE, analysis_sentences=2000),
                      "paper": CONSERT_PAPER}
 
     def __init__(self, cfg, encoder):
@@ -170,15 +170,15 @@ class SLTFAI(FrequencyAnalysed):
         """With the SimCSE backbone, SimCSE's presets of the scale (`defaults`: the common knobs', `scale_presets`:
         the scale's, both from config.py) replace ConSERT's recipe (corpus, length, optimiser, schedule, poolers),
         with the paper's batch of 32 at paper scale and, at cpu, the paper's warm-up share in steps (0.1 of
-        SimCSE's one epoch: 10 of 100 steps)."""
+        SimCSE's one epoch: 10 of its 100 fixed-budget steps, 60 of its 600-step cap)."""
         if overrides.get("backbone") != "simcse":
             return {}
         simcse = {**{k: defaults[k] for k in ("train_data", "max_len", "weight_decay", "adam_eps", "warmup_ratio")},
                   **scale_presets, **DropoutViews.SCALE_PRESETS.get(scale, {})}
         keys = ["train_data", "max_len", "weight_decay", "adam_eps", "warmup_ratio", "lr", "epochs", "max_steps",
-                "eval_steps", "batch_size", "precision", "pooler", "eval_pooler"]
+                "eval_steps", "patience", "min_delta", "batch_size", "precision", "pooler", "eval_pooler"]
         presets = {k: simcse[k] for k in keys if k in simcse}
-        presets["aux_warmup_steps"] = {"smoke": 2, "cpu": 10, "paper": -1}[scale]
+        presets["aux_warmup_steps"] = {"smoke": 2, "cpu": round(0.1 * presets.get("max_steps", 0)), "paper": -1}[scale]
         if scale == "paper":
             presets["batch_size"] = 32
         return presets
