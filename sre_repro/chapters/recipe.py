@@ -1,9 +1,11 @@
 """The cpu recipe study (appendix "The cpu recipe"): which learning rate and how many steps let SimCSE learn
 from sre-bert, and which learning rate lets the modules a method adds train, chosen on STS-B dev only.
 
-Step 1: SimCSE at seed 42 over lr x steps (linear decay to 0 over each run's own length, dev every 20 steps).
-Step 2: for each method with added modules, `head_lr` over a grid at the chosen lr and steps, seed 42.
-The chosen values are the `cpu` presets (sre_repro/config.py and the methods' SCALE_PRESETS point here).
+The fixed-budget study: SimCSE at seed 42 over lr x steps (linear decay to 0 over each run's own length, dev every
+20 steps), then each added-module method's `head_lr` at the chosen lr and steps; its choices are the recipe the
+chapters not yet recomputed keep (config.CPU_RECIPES["fixed-budget"]). The convergence study (STUDY onwards): every
+method's lr, head_lr, cap and evaluation interval under a stopping rule it also chooses; its choices are the
+converged recipe (config.CPU_RECIPES["converged"]).
 """
 from __future__ import annotations
 
