@@ -232,13 +232,15 @@ def curves(runs: dict[str, dict], *keys: str) -> pd.DataFrame:
 
 
 def total_minutes(*groups) -> float:
-    """Measured minutes behind a chapter: the wall time of every distinct run and evaluation it shows
-    (records nested in lists or dicts; each counted once), i.e. its cost with nothing cached."""
-    seen: dict[str, float] = {}
+    """Measured minutes behind a chapter with nothing cached, on a CPU: the wall time of every distinct run and
+    evaluation it shows (records nested in lists or dicts; each counted once). A run computed on a GPU (its record
+    names one) counts its steps at the CPU seconds per step of the CPU runs of its kind among them, at its evaluation
+    interval where there are such runs; its GPU time only where there are none."""
+    seen: dict[str, dict] = {}
 
     def visit(item):
         if isinstance(item, dict) and "config_hash" in item:
-            seen[f"{item.get('kind')}/{item['config_hash']}"] = item.get("wall_seconds", 0.0)
+            seen[f"{item.get('kind')}/{item['config_hash']}"] = item
         elif isinstance(item, dict):
             for value in item.values():
                 visit(value)
@@ -248,6 +250,22 @@ def total_minutes(*groups) -> float:
 
     for group in groups:
         visit(group)
-    return sum(seen.values()) / 60
+
+    def keys(record):  # the finer key first: the same kind at the same evaluation interval
+        return [(record.get("kind"), (record.get("config") or {}).get("eval_steps")), record.get("kind")]
+
+    def on_gpu(record):
+        return bool((record.get("hardware") or {}).get("cuda"))
+
+    rates: dict = {}
+    for record in seen.values():
+        if not on_gpu(record) and record.get("steps"):
+            for key in keys(record):
+                rates.setdefault(key, []).append(record.get("wall_seconds", 0.0) / record["steps"])
+    seconds = 0.0
+    for record in seen.values():
+        rate = next((rates[key] for key in keys(record) if key in rates), None) if on_gpu(record) else None
+        seconds += float(np.mean(rate)) * record["steps"] if rate and record.get("steps") else record.get("wall_seconds", 0.0)
+    return seconds / 60
 
 

@@ -217,6 +217,13 @@ def test_total_minutes_counts_each_record_once():
     a = {"kind": "simcse", "config_hash": "a", "wall_seconds": 60.0}
     b = {"kind": "sarcse", "config_hash": "a", "wall_seconds": 120.0}  # same hash, other kind: distinct
     assert book.total_minutes({"x": [a, b]}, [a], {1: {"y": a}}) == pytest.approx(3.0)
+    # a run computed on a GPU counts its steps at the CPU runs' seconds per step, of its evaluation interval first
+    cpu = {"kind": "simcse", "config_hash": "c", "steps": 100, "wall_seconds": 600.0, "config": {"eval_steps": 20}}
+    fine = {**cpu, "config_hash": "f", "wall_seconds": 900.0, "config": {"eval_steps": 5}}
+    gpu = {**cpu, "config_hash": "g", "steps": 50, "wall_seconds": 9.0, "hardware": {"cuda": "NVIDIA H200"}}
+    assert book.total_minutes([cpu, gpu]) == pytest.approx((600 + 50 * 6) / 60)
+    assert book.total_minutes([cpu, fine, {**gpu, "config": {"eval_steps": 5}}]) == pytest.approx((600 + 900 + 50 * 9) / 60)
+    assert book.total_minutes([gpu]) == pytest.approx(9 / 60)  # no CPU run of its kind: its own time
 
 
 def test_the_byop_chapter_at_paper_scale_on_bert_base_is_a_valid_call():
