@@ -111,10 +111,10 @@ def fingerprint_of(numbers: dict) -> str:
 # ----- the store's records and their variants ----------------------------------------------------------------
 
 def records(root=None) -> dict[Path, dict]:
-    """Every record of the store (path -> record), fingerprints and the benchmark aside."""
+    """Every record of the store (path -> record), fingerprints, verdict rows and the benchmark aside."""
     out = {}
     for path in sorted(runs.results_dir(root).glob("*/*.json")):
-        if path.parent.name != "fingerprints":
+        if path.parent.name not in runs.NOT_RECORDS:
             try:
                 out[path] = json.loads(path.read_text())
             except ValueError:

@@ -44,6 +44,10 @@ EVALUATION_SIZE_KNOBS = {"eval": ("max_pairs",), "transfer": ("max_examples",), 
                          "frequency": ("n_sentences",), "retrieval": ("max_pairs",), "poolers": ()}
 
 
+# Folders of the results store that hold no run records: the variants' fingerprints, the chapters' verdict rows
+NOT_RECORDS = ("fingerprints", "verdicts")
+
+
 def config_hash(cfg: dict) -> str:
     return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -378,7 +382,7 @@ def migrate_store(root=None) -> list[str]:
     renamed = _migrate_fingerprints(root)
     lines = [f"fingerprints/{old}.json -> fingerprints/{new}.json" for old, new in renamed.items()]
     for path in sorted(results_dir(root).glob("*/*.json")):
-        if path.parent.name == "fingerprints":
+        if path.parent.name in NOT_RECORDS:
             continue
         record = json.loads(path.read_text())
         if record.get("schema", 1) >= SCHEMA or "config" not in record:

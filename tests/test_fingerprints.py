@@ -78,6 +78,8 @@ def test_records_computed_under_other_library_versions_are_fingerprinted_only_wh
     here = runs.source_tree()
     record = runs.save("eval", cfg, {"metrics": {}}, tmp_path)
     path = runs.run_path("eval", cfg, tmp_path)
+    report.save_verdicts("a_chapter", "cpu", [{"claim": "x", "verdict": "holds at this scale"}], root=tmp_path)
+    assert list(fingerprints.records(tmp_path)) == [path]  # a chapter's verdict rows are no record (make book writes them)
     for made, taken in (("0123456789abcdef" + here[16:], False),
                         (here.split("-torch")[0] + "-torch2.11.0+cu130-transformers5.17.0", True)):
         elsewhere = {**record, "source_tree": made}
