@@ -114,6 +114,14 @@ def cpu_recipe_in_force() -> str:
     return _CPU_RECIPE[0]
 
 
+def recipe_of(cfg: dict) -> str | None:
+    """The cpu recipe a resolved config was made under, read from its stopping rule (None at another scale): a run
+    that another depends on (a teacher, an unsupervised start) is resolved under its dependent's recipe."""
+    if cfg.get("scale") != "cpu":
+        return None
+    return "converged" if cfg.get("patience") else "fixed-budget"
+
+
 def recipe_presets(method: str, scale: str, recipe: str | None = None) -> dict:
     """The presets of `method`'s cpu recipe (`recipe`, else the one in force); {} at another scale."""
     return CPU_RECIPES[recipe or _CPU_RECIPE[0]].get(method, {}) if scale == "cpu" else {}

@@ -93,6 +93,11 @@ def test_rankcse_teachers_are_the_simcse_runs_of_the_other_seeds():
     # a teacher is the very run the chapter's SimCSE row made (same resolved config, so the same weights)
     student = resolve(overrides={"method": "rankcse", "scale": "cpu", "seed": 42, "teachers": "simcse:43,simcse:44"})
     assert resolve(overrides=teacher_cfg(student, "simcse", 43)) == resolve(overrides={"method": "simcse", "scale": "cpu", "seed": 43})
+    # a teacher follows its student's cpu recipe, whichever recipe is in force when it is resolved
+    with config.cpu_recipe("fixed-budget"):
+        pinned = resolve(overrides={"method": "rankcse", "scale": "cpu", "seed": 42, "teachers": "simcse:43"})
+    assert resolve(overrides=teacher_cfg(pinned, "simcse", 43))["max_steps"] == 100
+    assert resolve(overrides=teacher_cfg(student, "simcse", 43), recipe="fixed-budget")["max_steps"] == 600
 
 
 def test_list_parameters_given_as_text_by_papermill_are_read_as_lists():

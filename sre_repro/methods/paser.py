@@ -291,10 +291,13 @@ class PaSeR(Method):
 def unsupervised_run(cfg: dict) -> dict:
     """The overrides of the unsupervised PaSeR run a supervised one starts from: same scale, PLM, seed,
     precision and PaSeR knobs (the supervised-only ones aside)."""
+    from ..config import recipe_of, recipe_presets
+
     own = {k: cfg[k] for k in Params.__dataclass_fields__
            if k not in ("supervised", "alpha", "init_from_unsup", "reuse_decoder")}
     return {"method": "paser", "scale": cfg["scale"], "model_name": cfg["model_name"], "seed": cfg["seed"],
-            "precision": cfg["precision"], "device": cfg["device"], **own}
+            "precision": cfg["precision"], "device": cfg["device"],
+            **recipe_presets("paser", cfg["scale"], recipe_of(cfg)), **own}
 
 
 METHOD = PaSeR

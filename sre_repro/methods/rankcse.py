@@ -89,8 +89,11 @@ def list_mle(scores: torch.Tensor, teacher: torch.Tensor, reduction: str = "sum"
 
 
 def teacher_cfg(cfg: dict, method: str, seed: int) -> dict:
+    """A teacher's overrides: the student's scale, PLM, data and cpu recipe."""
+    from ..config import recipe_of, recipe_presets
+
     keep = ("scale", "model_name", "precision", "device", "train_data")
-    return {"method": method, "seed": seed, **{k: cfg[k] for k in keep}}
+    return {"method": method, "seed": seed, **recipe_presets(method, cfg["scale"], recipe_of(cfg)), **{k: cfg[k] for k in keep}}
 
 
 class RankCSE(DropoutViews):
