@@ -45,6 +45,7 @@ from ..errors import SreError
 from ..generative import build_decoder, decoder_batch, decoding_signal, greedy_decode, token_loss
 from ..masked_lm import mlm_loss, pretrained_mlm_head
 from ..phrases import PhraseChooser, occurrences, words
+from ..settings import recipe_of, recipe_presets
 from .common import Method, info_nce, require_choice, require_positive, training_sentences
 
 EXTRACTORS = ["rake", "syntactic"]
@@ -291,13 +292,9 @@ class PaSeR(Method):
 def unsupervised_run(cfg: dict) -> dict:
     """The overrides of the unsupervised PaSeR run a supervised one starts from: same scale, PLM, seed,
     precision and PaSeR knobs (the supervised-only ones aside)."""
-    from ..config import recipe_of, recipe_presets
-
-    own = {k: cfg[k] for k in Params.__dataclass_fields__
-           if k not in ("supervised", "alpha", "init_from_unsup", "reuse_decoder")}
-    return {"method": "paser", "scale": cfg["scale"], "model_name": cfg["model_name"], "seed": cfg["seed"],
-            "precision": cfg["precision"], "device": cfg["device"],
-            **recipe_presets("paser", cfg["scale"], recipe_of(cfg)), **own}
+    own = {k: cfg[k] for k in Params.__dataclass_fields__ if k not in ("supervised", "alpha", "init_from_unsup", "reuse_decoder")}
+    shared = {k: cfg[k] for k in ("scale", "model_name", "seed", "precision", "device")}
+    return {"method": "paser", **shared, **recipe_presets("paser", cfg["scale"], recipe_of(cfg)), **own}
 
 
 METHOD = PaSeR

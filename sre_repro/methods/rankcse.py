@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import torch
 
 from ..errors import SreError
+from ..settings import recipe_of, recipe_presets
 from .common import (PERTURBATIONS, DropoutViews, cosine_matrix, dynamic_margin, info_nce, margin_info_nce,
                      require_choice, require_positive)
 
@@ -90,8 +91,6 @@ def list_mle(scores: torch.Tensor, teacher: torch.Tensor, reduction: str = "sum"
 
 def teacher_cfg(cfg: dict, method: str, seed: int) -> dict:
     """A teacher's overrides: the student's scale, PLM, data and cpu recipe."""
-    from ..config import recipe_of, recipe_presets
-
     keep = ("scale", "model_name", "precision", "device", "train_data")
     return {"method": method, "seed": seed, **recipe_presets(method, cfg["scale"], recipe_of(cfg)), **{k: cfg[k] for k in keep}}
 
