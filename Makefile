@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SCALE ?= cpu
 # verdict_board last: it reads the verdicts the chapters write as they run
-NOTEBOOKS := notation 00_baselines 00b_stand_in_plm 01_simcse cpu_recipe sarcse byop pt_bert slt_fai paser 99_performance verdict_board
+NOTEBOOKS := notation teaching 00_baselines 00b_stand_in_plm 01_simcse cpu_recipe sarcse byop pt_bert slt_fai paser 99_performance verdict_board
 export HF_HUB_OFFLINE ?= 1
 export SRE_REPRO_PROGRESS ?= 0
 

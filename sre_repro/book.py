@@ -8,6 +8,7 @@ internet for the weights).
 from __future__ import annotations
 
 import ast
+import json
 import types
 from functools import lru_cache
 
@@ -17,7 +18,7 @@ import pandas as pd
 from .errors import SreError
 from .evaluate.cached import evaluate_model
 from .report import sts_row
-from .runs import check_named_data_dir
+from .runs import check_named_data_dir, results_dir, write_json_atomic
 from .settings import REPO_ROOT
 from .train import train
 
@@ -78,7 +79,7 @@ def notebook_parameters(notebook: str) -> dict[str, str]:
 ACCEPTED = {"str": (str,), "bool": (bool,), "int": (int,), "float": (int, float), "list": (list, tuple, str)}
 
 
-# The cpu recipe (config.CPU_RECIPES) each chapter's records were computed with: "fixed-budget" until the chapter
+# The cpu recipe (settings.CPU_RECIPES) each chapter's records were computed with: "fixed-budget" until the chapter
 # is recomputed under the convergence study's recipe; a chapter not listed (none trains) has "converged"
 CHAPTER_RECIPES = {name: "fixed-budget" for name in ("00b_stand_in_plm", "01_simcse", "cpu_recipe", "sarcse", "byop",
                                                     "pt_bert", "slt_fai", "paser")}
@@ -87,9 +88,10 @@ CHAPTER_RECIPES = {name: "fixed-budget" for name in ("00b_stand_in_plm", "01_sim
 def check_parameters(notebook: str, namespace: dict) -> None:
     """Stop a chapter given a parameter it does not declare (papermill only warns, and a typo such as
     `-p scal smoke` would run the whole chapter at its default scale), then put the chapter's cpu recipe in force
-    (CHAPTER_RECIPES). Call it first thing after the imports: any plain value in the namespace then is a declared
+    (CHAPTER_RECIPES) and its `quick` parameter's mode (config.use_quick_mode; the cell magic %%not_in_quick_mode
+    skips a cell in it). Call it first thing after the imports: any plain value in the namespace then is a declared
     parameter or one that papermill injected."""
-    from .config import use_cpu_recipe
+    from .config import use_cpu_recipe, use_quick_mode
 
     known = notebook_parameters(notebook)
     unknown = sorted(name for name, value in namespace.items()
@@ -108,6 +110,64 @@ def check_parameters(notebook: str, namespace: dict) -> None:
             raise SreError(f"parameter {name} of notebooks/{notebook}.ipynb takes {takes}, got {value!r}: write e.g. "
                            f"-p {name} {example}")
     use_cpu_recipe(CHAPTER_RECIPES.get(notebook, "converged"))
+    use_quick_mode(namespace.get("quick", False))
+    if (shell := _ipython()) is not None:
+        shell.register_magic_function(_not_in_quick_mode, "cell", "not_in_quick_mode")
+
+
+# The chapters that take `quick`, and where scripts/time_quick.py writes their measured wall time from nothing
+QUICK_CHAPTERS = {
+    "00_baselines": "the PLM's rows without training, and averaged GloVe",
+    "00b_stand_in_plm": "SimCSE from the stand-in against its best pooling without training",
+    "01_simcse": "unsupervised SimCSE against the raw PLM",
+    "sarcse": "SimCSE and SARCSE", "byop": "SimCSE, IFM at one margin and the four BYOP variants",
+    "pt_bert": "SimCSE and PT-BERT (the paper's and the code's reading)",
+    "slt_fai": "ConSERT and SimCSE, each with and without SLT-FAI", "paser": "SimCSE, SimCSE + MLM and PaSeR",
+    "cpu_recipe": "SimCSE at each learning rate of the recipe's grid"}
+QUICK_TIMES = "quick_times.json"
+
+
+def quick_times(root=None) -> dict:
+    """scale -> chapter -> its quick-mode measurement (seconds, hardware, when), as scripts/time_quick.py wrote it."""
+    path = results_dir(root) / QUICK_TIMES
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def save_quick_time(chapter: str, scale: str, measurement: dict, root=None) -> None:
+    times = quick_times(root)
+    times.setdefault(scale, {})[chapter] = measurement
+    write_json_atomic(results_dir(root) / QUICK_TIMES, times)
+
+
+def quick_minutes(chapter: str, scale: str = "cpu", root=None) -> str:
+    """A chapter's measured quick-mode time as its page states it ("about N minutes on 2 CPU cores"), or that it
+    is not measured yet."""
+    found = quick_times(root).get(scale, {}).get(chapter)
+    if not found:
+        return "not measured yet (scripts/time_quick.py)"
+    cores = found["hardware"]["cpu_count"]
+    return f"{found['seconds'] / 60:.0f} minutes from nothing on {cores} CPU core{'s' if cores != 1 else ''} (measured)"
+
+
+QUICK_SKIPPED = "Not run in quick mode: this cell needs the chapter's full runs (rerun with -p quick False)."
+
+
+def _ipython():
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    return get_ipython()
+
+
+def _not_in_quick_mode(line: str, cell: str) -> None:
+    """Cell magic %%not_in_quick_mode (registered by check_parameters): run the cell, unless quick mode is on."""
+    from .config import quick_mode
+
+    if quick_mode():
+        print(QUICK_SKIPPED)
+        return
+    _ipython().run_cell(cell).raise_error()  # an error fails the chapter as in any other cell
 
 
 def _check_scale(scale: str) -> None:
@@ -142,15 +202,15 @@ PROTOCOL_SEEDS = {"cpu": [42, 43, 44, 45, 46]}
 
 
 def seeds(scale: str, chosen=None) -> list[int]:
-    """The seeds a chapter trains: `chosen`, else the edition's (PROTOCOL_SEEDS under the converged cpu recipe)."""
-    from .config import cpu_recipe_in_force
+    """The seeds a chapter trains: `chosen`, else the edition's (PROTOCOL_SEEDS under the converged cpu recipe); the
+    first of them alone in quick mode."""
+    from .config import cpu_recipe_in_force, quick_mode
 
     _check_scale(scale)
     chosen = as_list(chosen, "seeds")
-    if chosen:
-        return chosen
     protocol_seeds = PROTOCOL_SEEDS.get(scale) if cpu_recipe_in_force() == "converged" else None
-    return list(protocol_seeds or EDITION[scale]["seeds"])
+    chosen = chosen or list(protocol_seeds or EDITION[scale]["seeds"])
+    return chosen[:1] if quick_mode() else chosen
 
 
 def baselines(models: list[str], precision: str = "fp32", data_dir=None, force: bool = False,

@@ -16,8 +16,8 @@ import yaml
 
 from .errors import SreError
 from .methods import get_method
-from .settings import CPU_RECIPES, DEVICES, POOLERS, PRECISIONS, SCALES, TRAIN_DATA, coerce, recipe_of, require_choice
-from .settings import recipe_presets as settings_recipe_presets
+from . import settings
+from .settings import CPU_RECIPES, DEVICES, POOLERS, PRECISIONS, QUICK_BUDGETS, SCALES, TRAIN_DATA, coerce, require_choice
 
 
 @dataclass
@@ -57,7 +57,7 @@ SCALE_PRESETS = {
                   max_len=16, max_steps=6, eval_steps=3, lr=1e-4, precision="fp32", eval_max_pairs=100),
     # sre-bert: the book's own small raw BERT (models/sre-bert). fp32: the build machines' CPUs (AMD EPYC,
     # AVX2) have no bf16 units; bf16 autocast is ~30x slower there (make bench). Each method's lr, budget and
-    # stopping rule at cpu: CPU_RECIPES below.
+    # stopping rule at cpu: settings.CPU_RECIPES.
     "cpu": dict(model_name="sre-bert", train_data="wiki1m", batch_size=64, max_len=32, precision="fp32"),
     "paper": dict(model_name="bert-base-uncased", train_data="wiki1m_full", batch_size=64, max_len=32,
                   epochs=1, max_steps=0, eval_steps=125, lr=3e-5, precision="fp16"),
@@ -89,9 +89,21 @@ def cpu_recipe_in_force() -> str:
     return _CPU_RECIPE[0]
 
 
+_QUICK = [False]  # quick mode in force (use_quick_mode); a chapter's `quick` parameter puts it in force
+
+
+def use_quick_mode(on: bool) -> None:
+    """Cap every config resolved from now on at its scale's quick budget (settings.QUICK_BUDGETS), or stop doing so."""
+    _QUICK[0] = bool(on)
+
+
+def quick_mode() -> bool:
+    return _QUICK[0]
+
+
 def recipe_presets(method: str, scale: str, recipe: str | None = None) -> dict:
     """The presets of `method`'s cpu recipe (`recipe`, else the one in force); {} at another scale."""
-    return settings_recipe_presets(method, scale, recipe or _CPU_RECIPE[0])
+    return settings.recipe_presets(method, scale, recipe or _CPU_RECIPE[0])
 
 
 # While a fingerprint's probe runs (fingerprints.py) every run resolved is shrunk alike, the runs it depends on too
@@ -164,6 +176,8 @@ def resolve(method: str | None = None, overrides: dict | None = None, recipe: st
     # presets that depend on another knob (slt_fai: its backbone's recipe, with SimCSE's cpu recipe)
     cfg.update(getattr(method_cls, "backbone_presets", lambda *_: {})(
         scale, overrides, dataclasses.asdict(CommonConfig()), {**SCALE_PRESETS[scale], **recipe_presets("simcse", scale, recipe)}))
+    if _QUICK[0]:  # before the overrides: a knob a chapter or user sets still wins
+        cfg.update(QUICK_BUDGETS[scale])
     unset_allowed = {f.name for cls in (CommonConfig, method_cls.Params) for f in fields(cls)
                      if isinstance(f.type, str) and f.type.endswith("| None")}  # None: "as the default says"
     cfg.update({k: None if v is None and k in unset_allowed else coerce(k, v, types[k]) for k, v in overrides.items()})

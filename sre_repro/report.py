@@ -48,7 +48,11 @@ def paper_effect(result: dict, paper_gain: float | None, seeds) -> dict:
 
 def save_verdicts(chapter: str, scale: str, *tables: list[dict], root=None) -> None:
     """A chapter's verdict rows (each table as its notebook displays it) where the verdict board reads them:
-    results/verdicts/<chapter>.<scale>.json, written atomically on every run of the chapter."""
+    results/verdicts/<chapter>.<scale>.json, written atomically on every run of the chapter; never in quick mode."""
+    from .config import quick_mode
+
+    if quick_mode():
+        return
     rows = [{k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()} for table in tables for row in table]
     runs.write_json_atomic(runs.results_dir(root) / "verdicts" / f"{chapter}.{scale}.json", rows)
 
@@ -164,7 +168,15 @@ def scale_banner(scale: str, cfg: dict | None = None, seeds=None, extra: str = "
     """The line printed above every table: what was run, at which scale, pooled how in training and at test.
     `also`: the configs of the table's runs of other methods, whose poolers (and data and lr, where they differ)
     are named too."""
+    from .config import quick_mode
+    from .settings import QUICK_BUDGETS
+
     parts = [f"Scale: {scale}"]
+    quick = quick_mode()
+    if quick:
+        cap = QUICK_BUDGETS[scale].get("max_steps")
+        parts.append(f"QUICK MODE, a class run: one seed{f', every run capped at {cap} steps' if cap else ''}, headline "
+                     "rows only; not this edition's numbers, and no verdict")
     if cfg:
         steps = cfg["max_steps"] or f"{cfg['epochs']} epoch(s)"
         head = f", added modules lr {cfg['head_lr']}" if cfg.get("head_lr") not in (None, 0.0, cfg["lr"]) else ""
@@ -175,10 +187,10 @@ def scale_banner(scale: str, cfg: dict | None = None, seeds=None, extra: str = "
                     ", ".join(f"{method} {value}" for method, value in values.items()))
         parts.append(f"model {cfg['model_name']}, {each('train_data')}, {steps} steps x batch {cfg['batch_size']}, "
                      f"max_len {cfg['max_len']}, lr {each('lr')}{head}, {cfg['precision']}")
-        if cfg.get("patience"):  # the cap is a cap: the rule stops the run (the cpu recipe's convergence study)
+        if cfg.get("patience") and not quick:  # the cap is a cap: the rule stops the run (the cpu recipe's convergence study)
             parts.append(f"stops when {cfg['patience']} evaluations (every {cfg['eval_steps']} steps) gain no more "
                          f"than {cfg['min_delta']:g} on STS-B dev")
-        elif scale == "cpu" and "patience" in cfg:
+        elif scale == "cpu" and "patience" in cfg and not quick:
             parts.append("a fixed budget, no stopping rule (the recipe before the convergence study)")
         pooled = {}
         for c in (cfg, *also):

@@ -103,6 +103,12 @@ CPU_RECIPES = {
 }
 
 
+# Quick mode (a chapter's `quick` parameter, config.use_quick_mode): a class run of a chapter's headline rows at one
+# seed, every run capped at max_steps and evaluated every eval_steps (the recipe's lr and stopping rule kept). The
+# cpu cap keeps each chapter under 15 minutes on 2 cores from an empty run cache (stated on each chapter's page).
+QUICK_BUDGETS = {"smoke": {}, "cpu": {"max_steps": 60, "eval_steps": 20}, "paper": {"max_steps": 250, "eval_steps": 125}}
+
+
 def recipe_of(cfg: dict) -> str | None:
     """The cpu recipe a resolved config was made under, read from its stopping rule (None at another scale): a run
     that another depends on (a teacher, an unsupervised start) is resolved under its dependent's recipe."""

@@ -23,6 +23,7 @@ def isolated_store(tmp_path_factory, monkeypatch, data_dir):
     monkeypatch.setenv("SRE_REPRO_DATA", str(data_dir))
     from sre_repro import config, runs
     monkeypatch.setattr(runs, "SERVED_STALE", [])  # which stale records this test served, for its verdicts alone
+    monkeypatch.setattr(config, "_QUICK", [False])
     monkeypatch.setattr(config, "_CPU_RECIPE", ["converged"])  # a chapter's recipe put in force stays in its test
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from sre_repro.book import QUICK_CHAPTERS, QUICK_SKIPPED
+from sre_repro.book import notebook_parameters as book_parameters
 from sre_repro.chapters import board
 from sre_repro.encoder import REPO_ROOT
 
@@ -21,7 +23,7 @@ from sre_repro.encoder import REPO_ROOT
 NOTEBOOKS = sorted((p.stem for p in (REPO_ROOT / "notebooks").glob("*.ipynb")), key=lambda n: (n == "verdict_board", n))
 # chapter -> (tables, figures) it must render at least
 EXPECTED = {"00_baselines": (4, 1), "00b_stand_in_plm": (7, 2), "01_simcse": (3, 2), "sarcse": (12, 2), "byop": (14, 4), "pt_bert": (14, 3), "slt_fai": (14, 7), "paser": (16, 3), "cpu_recipe": (4, 2),
-            "99_performance": (4, 0), "verdict_board": (1, 1), "notation": (1, 0)}
+            "99_performance": (4, 0), "verdict_board": (1, 1), "notation": (1, 0), "teaching": (1, 0)}
 
 
 def test_notebooks_are_thin_sources():
@@ -63,13 +65,13 @@ def _knobs(method: str | None = None) -> set[str]:
 def test_every_parameter_and_notebook_an_exercise_names_exists():
     from sre_repro import book
 
-    with_exercises = 0
+    with_exercises = set()
     for name in NOTEBOOKS:
         nb = nbformat.read(REPO_ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
         text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
         if "## Exercises" not in text:
             continue
-        with_exercises += 1
+        with_exercises.add(name)
         exercises = text.split("## Exercises", 1)[1]
         named = set(re.findall(r"-p (\w+)", exercises)) | set(re.findall(r'-y "(\w+):', exercises))
         unknown = named - set(book.notebook_parameters(name))
@@ -80,11 +82,11 @@ def test_every_parameter_and_notebook_an_exercise_names_exists():
             assert not unknown, f"{name}'s exercise command `{command}` sets unknown knobs {sorted(unknown)}"
         for notebook in re.findall(r"notebooks/(\w+)\.ipynb", exercises):
             assert notebook == name, f"{name}'s exercises run notebooks/{notebook}.ipynb"
-    assert with_exercises >= 1
+    assert with_exercises == set(QUICK_CHAPTERS), "every chapter (and only a chapter) ends with exercises"
 
 # Seconds each chapter took at smoke scale alone on the 2-core build machine (to balance the two lanes below)
 SMOKE_SECONDS = {"slt_fai": 138, "byop": 112, "paser": 95, "sarcse": 77, "cpu_recipe": 68, "00_baselines": 49,
-                 "pt_bert": 44, "01_simcse": 60, "00b_stand_in_plm": 26, "notation": 8, "99_performance": 3}
+                 "pt_bert": 44, "01_simcse": 60, "00b_stand_in_plm": 26, "notation": 8, "teaching": 5, "99_performance": 3}
 
 
 def _lanes(names: list[str]) -> list[list[str]]:
@@ -103,9 +105,16 @@ def _execute(names: list[str], root: Path, store: Path, threads: str | None = No
     bin_dir = Path(sys.executable).parent
     for name in names:
         params = [] if name == "99_performance" else ["-p", "scale", "smoke"]
-        subprocess.run([bin_dir / "papermill", "--cwd", REPO_ROOT, "-k", "python3", "--no-progress-bar",
-                        REPO_ROOT / "notebooks" / f"{name}.ipynb", root / "book/executed" / f"{name}.ipynb", *params],
-                       check=True, capture_output=True, timeout=900, env=env)
+        runs = [(root / "book/executed", params)]
+        if name in QUICK_CHAPTERS:  # quick mode first, from an empty store; the full run then reads its runs
+            runs.insert(0, (root / "quick", [*params, "-p", "quick", "True"]))
+        for folder, given in runs:
+            subprocess.run([bin_dir / "papermill", "--cwd", REPO_ROOT, "-k", "python3", "--no-progress-bar",
+                            REPO_ROOT / "notebooks" / f"{name}.ipynb", folder / f"{name}.ipynb", *given],
+                           check=True, capture_output=True, timeout=900, env=env)
+            if folder.name == "quick":  # what reached the verdict board's folder in quick mode: nothing
+                verdicts = sorted(p.name for p in (store / "results" / "verdicts").glob(f"{name}.*"))
+                (folder / f"{name}.verdicts.json").write_text(json.dumps(verdicts))
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +127,7 @@ def built_book(tmp_path_factory):
         pytest.fail("_vendor/mathjax is missing: `make mathjax` fetches it (make test does)")
     shutil.copytree(REPO_ROOT / "_vendor", root / "_vendor")
     (root / "book/executed").mkdir()
+    (root / "quick").mkdir()
     # module-scoped: created before the per-test store fixture, so the notebooks get stores of their own. The
     # chapters run in two lanes at once, one thread each, each with its own store (no two processes ever train
     # the same run in one folder): small models gain little from a second thread, so two lanes nearly halve
@@ -148,6 +158,19 @@ def test_executed_notebooks_have_results_and_no_errors(built_book):
         shown = " ".join(o.get("text", "") + o.get("data", {}).get("text/html", "") + o.get("data", {}).get("text/plain", "")
                          for o in outputs)
         assert not re.search(r"\s[−-]\s+paper\b", shown), f"{name} prints an 'ours - paper' difference"
+
+
+def test_every_chapter_runs_in_quick_mode_labelled_and_without_verdicts(built_book):
+    assert set(QUICK_CHAPTERS) == {n for n in NOTEBOOKS if "quick" in book_parameters(n)}, "a chapter without quick"
+    for name in QUICK_CHAPTERS:
+        nb = nbformat.read(built_book / "quick" / f"{name}.ipynb", as_version=4)
+        outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+        texts = " ".join(o.get("text", "") for o in outputs)
+        assert not [o for o in outputs if o.output_type == "error"], name
+        assert "QUICK MODE" in texts and "seeds 42," not in texts, f"{name}: quick results unlabelled, or on two seeds"
+        if name != "00_baselines":  # the chapters that judge claims skip their verdicts, and the others' sections
+            assert texts.count(QUICK_SKIPPED) >= 3, name
+        assert json.loads((built_book / "quick" / f"{name}.verdicts.json").read_text()) == [], f"{name} saved verdicts"
 
 
 def _claims_in_verdict_tables(notebook: Path) -> list[tuple[str, str]]:

@@ -116,6 +116,50 @@ def test_list_parameters_given_as_text_by_papermill_are_read_as_lists():
         book.seeds("cpu", 5)
 
 
+def test_quick_mode_caps_every_run_keeps_one_seed_labels_its_tables_and_saves_no_verdict(tmp_path, capsys):
+    from sre_repro import runs
+    from sre_repro.config import resolve
+
+    full = resolve(overrides={"method": "sarcse", "scale": "cpu"})
+    assert (full["max_steps"], full["eval_steps"], full["patience"]) == (600, 5, 40)
+    book.check_parameters("sarcse", {"scale": "cpu", "quick": True})  # the chapter's parameter puts it in force
+    quick = resolve(overrides={"method": "sarcse", "scale": "cpu"})
+    # the cap and a coarser evaluation; the recipe's lr, head_lr and rule stay (the cap binds before the rule can)
+    assert (quick["max_steps"], quick["eval_steps"]) == (60, 20)
+    assert {k: quick[k] for k in ("lr", "head_lr", "patience")} == {"lr": 1e-4, "head_lr": 1e-3, "patience": 0}  # sarcse: fixed-budget
+    assert resolve(overrides={"method": "simcse", "scale": "cpu", "max_steps": 30})["max_steps"] == 30  # a set knob wins
+    assert resolve(overrides={"method": "simcse", "scale": "smoke"})["max_steps"] == 6  # smoke is already short
+    assert book.seeds("cpu", "") == [42] and book.seeds("cpu", "[7, 8]") == [7]
+    assert "QUICK MODE, a class run: one seed, every run capped at 60 steps" in report.scale_banner("cpu", quick, [42])
+    report.save_verdicts("sarcse", "cpu", [{"claim": "x", "verdict": "holds"}], root=tmp_path)
+    assert not (runs.results_dir(tmp_path) / "verdicts").exists()
+    book._not_in_quick_mode("", "raise RuntimeError('a skipped cell must not run')")
+    assert capsys.readouterr().out.strip() == book.QUICK_SKIPPED
+    book.check_parameters("sarcse", {"scale": "cpu"})  # quick False (its default): full runs again
+    assert resolve(overrides={"method": "sarcse", "scale": "cpu"}) == resolve(overrides={"method": "sarcse", "scale": "cpu"}, recipe="fixed-budget")
+    assert book.seeds("cpu", "") == [42, 43, 44]
+
+
+def test_time_quick_measures_a_chapter_from_nothing(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    script = [sys.executable, str(book.REPO_ROOT / "scripts/time_quick.py")]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([*script, "00b_stand_in_plm", "--scale", "smoke"], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    measured = book.quick_times()["smoke"]["00b_stand_in_plm"]
+    assert 0 < measured["seconds"] < 600 and measured["hardware"]["cpu_count"] == os.cpu_count()
+    assert book.quick_minutes("00b_stand_in_plm", "smoke") == f"{measured['seconds'] / 60:.0f} minutes from nothing on " \
+        f"{os.cpu_count()} CPU core{'s' if os.cpu_count() != 1 else ''} (measured)"
+    assert book.quick_minutes("paser", "smoke") == "not measured yet (scripts/time_quick.py)"
+    # the chapter ran in a store of its own: nothing of it reached this one
+    assert not [p for p in book.results_dir().rglob("*.json") if p.name != book.QUICK_TIMES]
+    wrong = subprocess.run([*script, "99_performance"], env=env, capture_output=True, text=True, timeout=60)
+    assert wrong.returncode != 0 and "no quick mode in 99_performance: choose from 00_baselines" in wrong.stderr
+
+
 NOTEBOOKS = sorted(p.stem for p in (book.REPO_ROOT / "notebooks").glob("*.ipynb"))
 
 
@@ -136,7 +180,7 @@ def test_an_unknown_notebook_parameter_stops_the_chapter_with_the_known_ones():
                  "SreError": SreError, "types": types}
     book.check_parameters("01_simcse", namespace)  # declared parameters, imports and IPython's names pass
     with pytest.raises(SreError, match=r"unknown parameter 'scal' for notebooks/01_simcse.ipynb: the known ones are "
-                                       r"scale, model_name, seeds, precision, supervised, data_dir, force"):
+                                       r"scale, model_name, seeds, precision, supervised, data_dir, quick, force"):
         book.check_parameters("01_simcse", {**namespace, "scal": "smoke"})
     # a value of the wrong type: "no" would read as true, "abc" would fail deep in the chapter
     with pytest.raises(SreError, match=r"parameter force of notebooks/01_simcse.ipynb takes True or False, got 'no': "

@@ -33,6 +33,7 @@ ELSEWHERE = {
     "conda env create": "conda is not on the test machine",
     "SRE_REPRO_READ_LOG=work/read.log make notebooks": "executes every chapter at cpu",
     "python scripts/unread_results.py": "deletes records: run after a recompute",
+    "python scripts/time_quick.py": "tests/test_book_helpers.py::test_time_quick_measures_a_chapter_from_nothing (smoke)",
 }
 
 

@@ -3,9 +3,9 @@ from sre-bert, and which learning rate lets the modules a method adds train, cho
 
 The fixed-budget study: SimCSE at seed 42 over lr x steps (linear decay to 0 over each run's own length, dev every
 20 steps), then each added-module method's `head_lr` at the chosen lr and steps; its choices are the recipe the
-chapters not yet recomputed keep (config.CPU_RECIPES["fixed-budget"]). The convergence study (STUDY onwards): every
+chapters not yet recomputed keep (settings.CPU_RECIPES["fixed-budget"]). The convergence study (STUDY onwards): every
 method's lr, head_lr, cap and evaluation interval under a stopping rule it also chooses; its choices are the
-converged recipe (config.CPU_RECIPES["converged"]).
+converged recipe (settings.CPU_RECIPES["converged"]).
 """
 from __future__ import annotations
 
@@ -27,8 +27,13 @@ ADDED_MODULE_METHODS = ["sarcse", "pt_bert", "slt_fai", "paser"]
 
 
 def grid(name: str, scale: str) -> list:
+    """A study grid; in quick mode the step grid is the quick cap alone (settings.QUICK_BUDGETS)."""
+    from ..config import quick_mode
+    from ..settings import QUICK_BUDGETS
+
     book.seeds(scale)  # checks the scale
-    return list(GRIDS[name][scale])
+    cap = QUICK_BUDGETS[scale].get("max_steps") if quick_mode() else None
+    return [cap] if name == "steps" and cap else list(GRIDS[name][scale])
 
 
 def plm_settings(scale: str, model_name: str = "") -> dict[tuple[float, int], dict]:
@@ -247,7 +252,7 @@ def study_records(scale: str, compute: bool = False, data_dir=None) -> dict[str,
                 found[study_name(overrides, head=True)] = record
     for method in STUDY_METHODS:
         if (chosen := study_choice(found, method, scale)) is not None:
-            found.update({study_name(o, head=True): r for o, r in budget_chain(chosen, get)[1:]})
+            found.update({study_name(o, head=True): r for o, r in budget_chain(chosen, get)[1:] if r is not None})
     return found
 
 
@@ -304,7 +309,8 @@ def budget_chain(overrides: dict, get) -> list[tuple[dict, dict]]:
     """(overrides, record) of a chosen setting under each budget it needs, from the study's own run: the next cap
     of STUDY_CAPS while the last run was still improving at its cap; the finer evaluation once a run kept its
     first evaluation, at the study's seed or at another seed of the protocol (kept_first_at_other_seeds). It ends
-    at a run `get` does not have (None)."""
+    at a run `get` does not have (None): a capped run is left out, the finer run ends the chain as (overrides, None)
+    (chosen_budget then waits for it)."""
     chain = []
     for cap in STUDY_CAPS[overrides["scale"]]:
         capped = at_cap(overrides, cap)
@@ -314,8 +320,7 @@ def budget_chain(overrides: dict, get) -> list[tuple[dict, dict]]:
         conv = claims.convergence_of(record)
         if conv["kept_first_evaluation"] or kept_first_at_other_seeds(capped):
             fine = finer_evaluation(capped)
-            if (finer := get(fine)) is not None:
-                chain.append((fine, finer))
+            chain.append((fine, get(fine)))
             break
         if not conv["still_improving_at_cap"]:
             break
@@ -328,10 +333,10 @@ def chosen_budget(chain: list[tuple[dict, dict]]) -> tuple[int, int] | None:
     protocol.DEV_TOLERANCE (the longest when every run was still improving). None while the chain waits for a run."""
     study_eval = chain[0][0]["eval_steps"]
     last_overrides, last = chain[-1]
+    if last is None:
+        return None  # waits for the finer-evaluated run budget_chain asked for
     if last_overrides["eval_steps"] != study_eval:
         return last_overrides["max_steps"], last_overrides["eval_steps"]
-    if claims.convergence_of(last)["kept_first_evaluation"] or kept_first_at_other_seeds(last_overrides):
-        return None  # waits for the finer-evaluated run
     for (overrides, record), (_, longer) in zip(chain, chain[1:]):
         gain = longer["metrics"]["stsb_dev_best"] - record["metrics"]["stsb_dev_best"]
         if not claims.convergence_of(record)["still_improving_at_cap"] or gain < protocol.DEV_TOLERANCE:
@@ -404,7 +409,7 @@ def study_choices(records: dict[str, dict], scale: str) -> pd.DataFrame:
 
 def presets_beside_study(records: dict[str, dict], scale: str) -> pd.DataFrame:
     """Per method, each preset the study chooses (lr, head_lr, cap, eval_steps, and the rule: patience, min_delta) as
-    "the converged recipe's / chosen" (config.CPU_RECIPES), "pending" where the study has not chosen it yet, and
+    "the converged recipe's / chosen" (settings.CPU_RECIPES), "pending" where the study has not chosen it yet, and
     whether all of them follow it."""
     from ..config import resolve
 

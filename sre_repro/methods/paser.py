@@ -99,7 +99,7 @@ class PaSeR(Method):
         "smoke": dict(train_data="sts_unlabeled", max_len=32, decoder_layers=2, decoder_heads=2, syntax_train_sentences=300,
                       recon_dev_sentences=16),
         # the stand-in's raw [CLS] was never trained (no next-sentence objective): cpu pools by averaging, as its
-        # SimCSE does (Table 9 compares poolers); lr and the decoder's head_lr: config.CPU_RECIPES
+        # SimCSE does (Table 9 compares poolers); lr and the decoder's head_lr: settings.CPU_RECIPES
         "cpu": dict(train_data="sts_unlabeled", pooler="avg", eval_pooler="avg"),
         "paper": dict(train_data="sts_unlabeled", epochs=5, precision="fp32"),
     }

@@ -158,8 +158,7 @@ class PTBERT(Method):
     # sre-bert's [CLS] is untrained (its pretraining has no sentence objective): pooled Y, h's pooling and the
     # test pooler use avg at cpu, as the cpu SimCSE runs do, and [CLS] at paper scale (the code's pooler, and the
     # sentence vector selection and test read); max_len 64 is the official recipe's
-    # cpu head_lr: the added modules' rate, chosen on STS-B dev by the appendix "The cpu recipe"
-    SCALE_PRESETS = {"cpu": dict(pooler="avg", h_pool="avg", eval_pooler="avg", max_len=64),  # lr, head_lr: config.CPU_RECIPES
+    SCALE_PRESETS = {"cpu": dict(pooler="avg", h_pool="avg", eval_pooler="avg", max_len=64),  # lr, head_lr: settings.CPU_RECIPES
                      "paper": dict(pooler="cls", h_pool="cls", eval_pooler="cls", max_len=64)}
 
     def __init__(self, cfg, encoder):

@@ -150,7 +150,7 @@ class SARCSE(Method):
     Params = Params
     SCALE_PRESETS = {
         "smoke": dict(co_t=32),
-        "cpu": {},  # lr and head_lr: config.CPU_RECIPES
+        "cpu": {},  # lr and head_lr: settings.CPU_RECIPES
         "paper": dict(model_name="roberta-base", lr=1e-5, batch_size=64),
     }
 

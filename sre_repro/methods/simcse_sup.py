@@ -24,7 +24,7 @@ class SupervisedSimCSE(Method):
     Params = Params
     SCALE_PRESETS = {
         "smoke": dict(train_data="snli", eval_pooler="cls_mlp"),
-        "cpu": dict(train_data="snli", pooler="avg", eval_pooler="avg"),  # lr: config.CPU_RECIPES
+        "cpu": dict(train_data="snli", pooler="avg", eval_pooler="avg"),  # lr: settings.CPU_RECIPES
         "paper": dict(train_data="snli", eval_pooler="cls_mlp", lr=5e-5, batch_size=512, epochs=3),
     }
 
