@@ -167,3 +167,12 @@ def audit(rows: list[dict]) -> list[str]:
             problems.append(f"{name}: a headline verdict on {row['n seeds']} seeds (needs {HEADLINE_SEEDS}; a row "
                             "saved by older code: rerun the chapter)")
     return problems
+
+
+def edition_hours(root=None) -> float:
+    """The whole edition's compute on 2 CPU cores: the measured wall time of every record in the store (each run,
+    evaluation and analysis the chapters read), a GPU-computed run counted at the CPU time per step of its kind
+    (book.total_minutes)."""
+    from .. import book, fingerprints
+
+    return book.total_minutes(list(fingerprints.records(root).values())) / 60
