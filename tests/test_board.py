@@ -1,6 +1,7 @@
 """The verdict board: it lists exactly the verdict rows the chapters wrote, each declared claim of a chapter
 (even one not yet run), "not yet run" for an undeclared chapter with none, and counts that add up."""
 import html
+import json
 import re
 
 import numpy as np
@@ -78,3 +79,20 @@ def test_the_audit_names_rows_without_a_type_an_unknown_word_or_a_thin_headline(
     headline = simcse_chapter.CLAIMS["simcse_beats_raw_cls"]
     assert claims.judge(headline, [40.0, 41.0, 42.0], []).get("verdict") == \
         "not tested: a headline claim rests on at least 5 seeds, this on 3"
+
+
+def test_the_edition_hours_sum_every_record_and_count_a_gpu_run_at_the_cpu_time_per_step(tmp_path):
+    from sre_repro import runs
+
+    def record(name, steps, seconds, cuda=None, kind="simcse"):
+        path = runs.results_dir(tmp_path) / kind / f"{name}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"config_hash": name, "kind": kind, "config": {"eval_steps": 20}, "steps": steps,
+                                    "wall_seconds": seconds, "hardware": {"cuda": cuda}}))
+
+    record("cpu", 100, 360.0)  # 3.6 s a step on the CPU
+    record("gpu", 50, 10.0, cuda="NVIDIA H200")  # counted as 50 x 3.6 s, not its 10 GPU seconds
+    record("eval", None, 90.0, kind="eval")  # an evaluation: its wall time
+    (runs.results_dir(tmp_path) / "verdicts").mkdir()
+    (runs.results_dir(tmp_path) / "verdicts" / "x.cpu.json").write_text("[]")  # not a record
+    assert board.edition_hours(tmp_path) == pytest.approx((360 + 180 + 90) / 3600)
