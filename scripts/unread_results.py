@@ -16,7 +16,7 @@ if len(sys.argv) < 2:
     sys.exit("usage: python scripts/unread_results.py READ_LOG [--delete]  (make the log with SRE_REPRO_READ_LOG=READ_LOG make book)")
 read = {Path(line.strip()) for line in Path(sys.argv[1]).read_text().splitlines() if line.strip()}
 root = runs.results_dir().resolve()
-records = sorted(p for p in root.glob("*/*.json") if p.parent.name not in runs.NOT_RECORDS)
+records = runs.record_paths(root)
 
 
 def kept_anyway(path: Path) -> bool:

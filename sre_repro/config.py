@@ -97,6 +97,11 @@ def use_quick_mode(on: bool) -> None:
     _QUICK[0] = bool(on)
 
 
+def quick_cap(scale: str):
+    """The step cap quick mode puts on a run at `scale` while it is in force (None otherwise, or if the scale has none)."""
+    return QUICK_BUDGETS[scale].get("max_steps") if _QUICK[0] else None
+
+
 def quick_mode() -> bool:
     return _QUICK[0]
 

@@ -113,12 +113,11 @@ def fingerprint_of(numbers: dict) -> str:
 def records(root=None) -> dict[Path, dict]:
     """Every record of the store (path -> record), fingerprints, verdict rows and the benchmark aside."""
     out = {}
-    for path in sorted(runs.results_dir(root).glob("*/*.json")):
-        if path.parent.name not in runs.NOT_RECORDS:
-            try:
-                out[path] = json.loads(path.read_text())
-            except ValueError:
-                print(f"unreadable record {path}: recompute it with --force", file=sys.stderr)
+    for path in runs.record_paths(root):
+        try:
+            out[path] = json.loads(path.read_text())
+        except ValueError:
+            print(f"unreadable record {path}: recompute it with --force", file=sys.stderr)
     return out
 
 

@@ -168,13 +168,12 @@ def scale_banner(scale: str, cfg: dict | None = None, seeds=None, extra: str = "
     """The line printed above every table: what was run, at which scale, pooled how in training and at test.
     `also`: the configs of the table's runs of other methods, whose poolers (and data and lr, where they differ)
     are named too."""
-    from .config import quick_mode
-    from .settings import QUICK_BUDGETS
+    from .config import quick_cap, quick_mode
 
     parts = [f"Scale: {scale}"]
     quick = quick_mode()
     if quick:
-        cap = QUICK_BUDGETS[scale].get("max_steps")
+        cap = quick_cap(scale)
         parts.append(f"QUICK MODE, a class run: one seed{f', every run capped at {cap} steps' if cap else ''}, headline "
                      "rows only; not this edition's numbers, and no verdict")
     if cfg:

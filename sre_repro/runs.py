@@ -48,6 +48,11 @@ EVALUATION_SIZE_KNOBS = {"eval": ("max_pairs",), "transfer": ("max_examples",), 
 NOT_RECORDS = ("fingerprints", "verdicts")
 
 
+def record_paths(root=None) -> list[Path]:
+    """The paths of every run record in the store, sorted (the NOT_RECORDS folders aside)."""
+    return sorted(p for p in results_dir(root).glob("*/*.json") if p.parent.name not in NOT_RECORDS)
+
+
 def config_hash(cfg: dict) -> str:
     return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -381,9 +386,7 @@ def migrate_store(root=None) -> list[str]:
     stale."""
     renamed = _migrate_fingerprints(root)
     lines = [f"fingerprints/{old}.json -> fingerprints/{new}.json" for old, new in renamed.items()]
-    for path in sorted(results_dir(root).glob("*/*.json")):
-        if path.parent.name in NOT_RECORDS:
-            continue
+    for path in record_paths(root):
         record = json.loads(path.read_text())
         if record.get("schema", 1) >= SCHEMA or "config" not in record:
             continue

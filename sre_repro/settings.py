@@ -79,9 +79,8 @@ def readable_mode() -> int:
 # "converged": what the appendix "The cpu recipe" chose on STS-B dev (its convergence study, seed 42): STS-B dev every
 # eval_steps steps, a stop once patience evaluations (200 steps) bring no gain, a cap of 600 steps (1200 where the
 # longer run gained); a method whose run kept its first evaluation is evaluated every 5 steps. "fixed-budget": the
-# recipe before that study (100
-# steps, no stopping rule), in force in the chapters not yet recomputed under it (book.CHAPTER_RECIPES), whose
-# records were computed with it. The recipe in force: config.use_cpu_recipe.
+# recipe before that study (100 steps, no stopping rule), in force in the chapters not yet recomputed under it
+# (book.CHAPTER_RECIPES), whose records were computed with it. The recipe in force: config.use_cpu_recipe.
 _CONVERGED = {"max_steps": 600, "eval_steps": 20, "patience": 10, "min_delta": 0.0}
 _EVERY_5 = {"eval_steps": 5, "patience": 40}
 _FIXED_BUDGET = {"lr": 1e-4, "max_steps": 100, "eval_steps": 20, "patience": 0, "min_delta": 0.0}

@@ -28,11 +28,10 @@ ADDED_MODULE_METHODS = ["sarcse", "pt_bert", "slt_fai", "paser"]
 
 def grid(name: str, scale: str) -> list:
     """A study grid; in quick mode the step grid is the quick cap alone (settings.QUICK_BUDGETS)."""
-    from ..config import quick_mode
-    from ..settings import QUICK_BUDGETS
+    from ..config import quick_cap
 
     book.seeds(scale)  # checks the scale
-    cap = QUICK_BUDGETS[scale].get("max_steps") if quick_mode() else None
+    cap = quick_cap(scale)
     return [cap] if name == "steps" and cap else list(GRIDS[name][scale])
 
 
