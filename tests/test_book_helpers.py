@@ -19,6 +19,10 @@ def test_same_budget_keeps_the_number_of_training_sentences():
         big = sarcse_chapter.same_budget("cpu", "sarcse", 512)
         assert big["max_steps"] == 12 and big["batch_size"] == 512 and 1 <= big["eval_steps"] <= 12
     assert sarcse_chapter.same_budget("cpu", "sarcse", 32)["max_steps"] == 1200  # the converged recipe's cap, 600
+    # the patience window holds 200 steps of batch 64 = 12,800 sentences: 25 steps (5 evaluations) at batch 512
+    assert sarcse_chapter.same_budget("cpu", "sarcse", 512) == {"batch_size": 512, "max_steps": 75, "eval_steps": 5,
+                                                                "patience": 5}
+    assert sarcse_chapter.same_budget("cpu", "sarcse", 64)["patience"] == 40  # the preset's own: the same record
 
 
 def test_cosine_spread_is_the_within_group_variance():

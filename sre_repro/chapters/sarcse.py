@@ -20,14 +20,21 @@ def grid(name: str, scale: str, chosen=None) -> list:
 
 def same_budget(scale: str, method: str, batch_size: int) -> dict:
     """Overrides that train with `batch_size` on as many sentences as the scale's preset does (SARCSE's
-    batch-size table keeps the data fixed): steps = preset steps x preset batch / batch_size."""
+    batch-size table keeps the data fixed): steps = preset steps x preset batch / batch_size. Under a stopping
+    rule its patience is held fixed in sentences too (batch 512 waits 25 steps where batch 64 waits 200), so a
+    larger batch can converge within its smaller number of steps, and is flagged when it cannot."""
     from ..config import resolve
 
     preset = resolve(overrides={"method": method, "scale": scale})
     if not preset["max_steps"]:
         return {"batch_size": batch_size}  # epoch-based presets: the data budget is the corpus already
-    steps = max(1, round(preset["max_steps"] * preset["batch_size"] / batch_size))
-    return {"batch_size": batch_size, "max_steps": steps, "eval_steps": max(1, min(preset["eval_steps"], steps // 5 or 1))}
+    scale_by = preset["batch_size"] / batch_size
+    steps = max(1, round(preset["max_steps"] * scale_by))
+    eval_steps = max(1, min(preset["eval_steps"], steps // 5 or 1))
+    out = {"batch_size": batch_size, "max_steps": steps, "eval_steps": eval_steps}
+    if preset.get("patience"):
+        out["patience"] = max(1, round(preset["patience"] * preset["eval_steps"] * scale_by / eval_steps))
+    return out
 
 
 def stsb_test_gold(data_dir=None, run: dict | None = None):
