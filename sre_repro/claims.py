@@ -38,6 +38,20 @@ class Claim:
             raise ValueError(f"claim {self.id}: a {self.type} claim states its margin (points) beside the claim")
 
 
+def by_seed(group: list[dict], metric: str = "avg") -> dict[int, float]:
+    """seed -> a run's number: "avg" (average STS), "stsb_dev" (the kept checkpoint's STS-B dev) or a key of its
+    STS-B test geometry ("alignment", "uniformity", "anisotropy")."""
+    def value(run):
+        m = run["metrics"]
+        return m["sts"]["avg"] if metric == "avg" else m["stsb_dev_best"] if metric == "stsb_dev" else m["geometry"][metric]
+    return {r["seed"]: value(r) for r in group}
+
+
+def matched(better: dict[int, float], worse: dict[int, float]) -> list[float]:
+    """Seed-matched differences better - worse (the seeds both sides ran, in order)."""
+    return [better[s] - worse[s] for s in sorted(set(better) & set(worse))]
+
+
 def convergence_of(run: dict, rule: tuple[int, float] | None = None) -> dict:
     """protocol.convergence of a run's dev curve, read now: by the stopping rule it trained under, or for a
     fixed-budget run by `rule` (patience, min_delta) when given (else it is not judged)."""
@@ -68,7 +82,8 @@ def judge(claim: Claim, differences, runs_: list[dict] = (), engagement: dict | 
           plm_dev: float | None = None) -> dict:
     """The verdict row of `claim` from its seed-matched `differences` (method minus baseline, one per seed; for a
     geometry claim the method's values), the runs they rest on (both sides), each component's engagement
-    ({component: (engaged, why)}, protocol.engaged) and, for a geometry claim, the untrained PLM's value. With
+    ({component: (engaged, why)}, protocol.engaged) and the untrained PLM's value (a geometry claim's reference;
+    beside any other claim about a quantity the PLM has too). With
     the `tested` encoder's runs and the untrained PLM's STS-B dev (same pooler), a verdict on an encoder that
     barely left the PLM says so."""
     values = np.asarray(differences, dtype=float)
@@ -83,6 +98,8 @@ def judge(claim: Claim, differences, runs_: list[dict] = (), engagement: dict | 
         detectable = protocol.detectable_effect(sd, len(values))
         row["detectable"] = None if math.isnan(detectable) else round(detectable, 2)
         row["seeds for the paper's effect"] = seeds_for(sd, claim.paper_effect)
+    if plm_value is not None:  # beside any claim about a quantity the untrained PLM has too (geometry, spread)
+        row["untrained PLM"] = round(float(plm_value), 3)
     row["verdict"] = _word(claim, values, runs_, engagement or {}, rule, plm_value, row)
     if note := left_the_plm(list(tested), plm_dev):
         row["verdict"] += f"; {note}"
@@ -102,7 +119,6 @@ def _word(claim, values, runs_, engagement, rule, plm_value, row) -> str:
     result = None
     if claim.type == "geometry":
         result = protocol.geometry_verdict(values, plm_value, claim.lower_is_better)
-        row["untrained PLM"] = round(plm_value, 3)
     elif len(values) > 1:  # the interval is shown whatever the verdict
         result = protocol.claim_verdict(values, claim.type, claim.margin)
         # superiority: the two-sided 95 % interval; equivalence: the 90 % one (TOST); non-inferiority: one-sided 95 %

@@ -39,7 +39,7 @@ from .train import train
 PROBE_SIZE = {"seed": 42, "max_steps": 3, "epochs": 1, "batch_size": 8, "max_train_examples": 48, "eval_steps": 1,
               "checkpoint_steps": 3, "eval_max_pairs": 8, "device": "cpu", "world_size": 1, "patience": 0,
               "min_delta": 0.0}
-EVALUATION_PROBE_SIZE = {"max_pairs": 8, "max_examples": 60, "n_sentences": 16}
+EVALUATION_PROBE_SIZE = {"max_pairs": 8, "max_examples": 60, "n_sentences": 16, "max_sentences": 16}
 # Same computation, another machine of the same kind: the last bits of a float may differ, nothing more
 RTOL, ATOL = 1e-5, 1e-6
 TIMING = ("seconds", "wall")  # keys holding times are not numbers of the computation

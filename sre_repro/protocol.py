@@ -96,7 +96,9 @@ def balanced_accuracy(predictions, labels) -> float:
 def engaged(kind: str, **evidence) -> tuple[bool, str]:
     """(engaged?, why) for a component's mechanism. kind and its evidence:
     classifier     balanced_accuracy
-    reconstruction first, kept (the term's values), baseline (its trivial value, e.g. unigram entropy in nats)
+    reconstruction first, kept (the term's values), baseline (its trivial value, e.g. unigram entropy in nats);
+                   compared (optional): the value set against the baseline where the two are measured elsewhere
+                   alike (e.g. held-out sentences in eval mode), instead of kept
     perturbation   plain, perturbed (the same batch's loss without and with the margin)"""
     if kind == "classifier":
         score = evidence["balanced_accuracy"]
@@ -104,10 +106,12 @@ def engaged(kind: str, **evidence) -> tuple[bool, str]:
         return ok, f"balanced accuracy {score:.3f} {'>=' if ok else '<'} {0.5 + CHANCE_MARGIN:.2f} (chance 0.5)"
     if kind == "reconstruction":
         first, kept, baseline = evidence["first"], evidence["kept"], evidence["baseline"]
+        compared = evidence.get("compared", kept)  # the value set against the baseline, measured alike (default kept)
         fell = (first - kept) / abs(first) if first else 0.0
-        ok = fell >= LOSS_FALL and kept < baseline
+        ok = fell >= LOSS_FALL and compared < baseline
         return ok, (f"fell {fell:.1%} (needs {LOSS_FALL:.0%}) to {kept:.3f}, "
-                    f"{'below' if kept < baseline else 'not below'} its trivial baseline {baseline:.3f}")
+                    + ("" if "compared" not in evidence else f"held out {compared:.3f}, ")
+                    + f"{'below' if compared < baseline else 'not below'} its trivial baseline {baseline:.3f}")
     if kind == "perturbation":
         plain, perturbed = evidence["plain"], evidence["perturbed"]
         share = abs(perturbed - plain) / abs(plain) if plain else 0.0

@@ -41,7 +41,8 @@ SIZE_KNOBS = ("seed", "scale", "max_steps", "epochs", "batch_size", "max_train_e
               "checkpoint_steps", "eval_max_pairs", "device", "world_size", "patience", "min_delta")
 # Cached evaluations (a model as it is, or a run's kept weights) and their size knobs; every other kind is a method
 EVALUATION_SIZE_KNOBS = {"eval": ("max_pairs",), "transfer": ("max_examples",), "hard_subset": ("max_pairs",),
-                         "frequency": ("n_sentences",), "retrieval": ("max_pairs",), "poolers": ()}
+                         "frequency": ("n_sentences",), "retrieval": ("max_pairs",), "poolers": (),
+                         "reconstruction": ("max_sentences",)}
 
 
 # Folders of the results store that hold no run records: the variants' fingerprints, the chapters' verdict rows

@@ -93,3 +93,17 @@ def test_a_row_says_how_many_seeds_the_paper_s_effect_needs_at_its_spread():
     assert claims.judge(tiny, d, [])["seeds for the paper's effect"] == "more than 10"
     assert claims.judge(claims.Claim("n", "x", "superiority", "A - B", paper_effect=None), d, [])[
         "seeds for the paper's effect"] is None
+
+
+def test_seed_matched_differences_pair_runs_by_seed_and_keep_the_plm_beside():
+    def run(seed, avg, alignment):
+        return {"seed": seed, "metrics": {"sts": {"avg": avg}, "stsb_dev_best": avg + 1, "geometry": {"alignment": alignment}}}
+    method = [run(44, 60.0, 0.20), run(42, 58.0, 0.25), run(43, 59.0, 0.30)]
+    baseline = [run(42, 57.0, 0.27), run(43, 59.5, 0.31)]  # seed 44 has no baseline: left out
+    assert claims.by_seed(method) == {44: 60.0, 42: 58.0, 43: 59.0}
+    assert claims.by_seed(method, "stsb_dev")[42] == 59.0
+    assert claims.matched(claims.by_seed(method), claims.by_seed(baseline)) == [1.0, -0.5]  # seeds 42, 43
+    lower = claims.matched(claims.by_seed(baseline, "alignment"), claims.by_seed(method, "alignment"))
+    assert lower == pytest.approx([0.02, 0.01])
+    row = judge(Claim("a", "aligns better", "superiority", "x", 0.065), lower, plm_value=0.0451)
+    assert row["untrained PLM"] == 0.045 and row["type"] == "superiority"

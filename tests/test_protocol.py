@@ -69,6 +69,10 @@ def test_a_reconstruction_term_must_fall_and_end_below_its_trivial_baseline():
     assert protocol.engaged("reconstruction", first=9.0, kept=5.0, baseline=entropy)[0]
     assert not protocol.engaged("reconstruction", first=9.0, kept=6.5, baseline=entropy)[0]  # fell 28 %, above it
     assert not protocol.engaged("reconstruction", first=5.5, kept=5.2, baseline=entropy)[0]  # below it, fell 5 %
+    # measured elsewhere alike (held-out sentences): the baseline is set against `compared`, the fall stays the term's
+    assert not protocol.engaged("reconstruction", first=0.70, kept=0.60, baseline=0.45, compared=0.52)[0]
+    ok, why = protocol.engaged("reconstruction", first=0.70, kept=0.60, baseline=0.45, compared=0.40)
+    assert ok and "held out 0.400" in why
     assert protocol.engaged("perturbation", plain=2.0, perturbed=2.05)[0]
     assert not protocol.engaged("perturbation", plain=2.0, perturbed=2.001)[0]
 

@@ -100,3 +100,23 @@ def test_transcribed_paper_rows_average_to_their_avg_column():
     for table in tables:
         for name, row in table.items():
             assert sum(row[:7]) / 7 == pytest.approx(row[7], abs=0.011), name
+
+
+def test_reconstruction_check_beats_no_constant_guess(method):
+    sentences = ["a man plays a guitar .", "a dog runs .", "the sky is blue today and the sun shines"]
+    method.frequencies.copy_(token_frequencies(method.encoder.tokenizer, sentences))
+    check = method.reconstruction_against_constant(sentences, batch_size=2)
+    assert check["sentences"] == 3 and check["constant"] > 0 and check["decoder"] > 0
+    # the baseline's constant minimises L_R over constant guesses: the unweighted mean token and zero do no better
+    method.eval()
+    with torch.no_grad():
+        tokens = []
+        for s in sentences:
+            batch = method.encoder.tokenize([s], method.cfg["max_len"])
+            tokens.append(content_tokens(method.encoder.forward_hidden(batch)[-1], batch["attention_mask"],
+                                         batch["input_ids"], 5))
+    method.train()
+    mean_token = torch.cat([x[0, :n[0]] for x, _, n in tokens]).mean(0)
+    for guess in (mean_token, mean_token + 0.05, torch.zeros_like(mean_token)):
+        loss = sum(float(reconstruction_loss(x, guess.expand_as(x), method.weights(ids), n)) for x, ids, n in tokens) / 3
+        assert check["constant"] <= loss + 1e-6

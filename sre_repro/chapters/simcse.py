@@ -8,7 +8,7 @@ cannot see anything; one that sees them tells the reader the size of effect its 
 from __future__ import annotations
 
 from .. import book
-from ..claims import Claim
+from ..claims import Claim, matched  # noqa: F401 (the notebook's chapter.matched)
 from ..papers import simcse as paper
 
 # Table 3 of SimCSE (BERT-base, STS-B dev, Spearman x 100): the rows the controls rerun
@@ -45,8 +45,3 @@ def control_runs(scale: str, seed_list: list[int], model_name: str = "", data_di
 def dev_scores(group: list[dict]) -> dict[int, float]:
     """seed -> the kept checkpoint's STS-B dev score."""
     return {r["seed"]: r["metrics"]["stsb_dev_best"] for r in group}
-
-
-def matched(better: dict[int, float], worse: dict[int, float]) -> list[float]:
-    """Seed-matched differences (the seeds both sides ran, in order)."""
-    return [better[s] - worse[s] for s in sorted(set(better) & set(worse))]

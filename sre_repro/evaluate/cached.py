@@ -4,7 +4,8 @@ computes it when missing and saves it (`cached`); each kind's computation is a f
 
 Kinds: "eval" (STS and geometry of a model as it is: the "without training" rows), "transfer" (SentEval's
 transfer tasks), "hard_subset" (PT-BERT's hard-length subset), "frequency" (SLT-FAI's frequency analyses of a
-model as it is), "retrieval" (QQP), "poolers" (the STS of a run's kept weights under other poolers). A config
+model as it is), "retrieval" (QQP), "poolers" (the STS of a run's kept weights under other poolers),
+"reconstruction" (SARCSE's reconstruction loss of a run's kept weights beside its trivial baseline). A config
 with a "run" key (a resolved training config) evaluates that run's kept weights (trained once where this
 machine lacks them: train.kept_checkpoint).
 """
@@ -16,6 +17,7 @@ import numpy as np
 
 from .. import runs
 from ..data.corpora import unlabeled_sts
+from ..data.sts import load_split
 from ..encoder import load_encoder
 from ..train import trained_method
 from .frequency import frequency_analysis
@@ -78,8 +80,20 @@ def _poolers(cfg: dict, data_dir=None) -> dict:
     return {"sts": scores}
 
 
+def _reconstruction(cfg: dict, data_dir=None) -> dict:
+    """SARCSE's reconstruction loss of a run's kept weights on STS-B dev's sentences (held out from training),
+    beside its trivial baseline (methods.sarcse: reconstruction_against_constant); the token weights are the
+    frequencies of the run's own training sentences."""
+    method = trained_method(cfg["run"], data_dir=data_dir)
+    if cfg["run"]["weighting"] == "adaptive":
+        method.corpus(data_dir)  # f(w) reads the training sentences' token frequencies (not kept with the weights)
+    pairs = load_split("STSBenchmark", "dev", data_dir)
+    sentences = list(dict.fromkeys(pairs.sent1 + pairs.sent2))[:cfg["max_sentences"] or None]
+    return {"reconstruction": method.reconstruction_against_constant(sentences)}
+
+
 COMPUTE = {"eval": _eval, "transfer": _transfer, "hard_subset": _hard_subset, "frequency": _frequency,
-           "retrieval": _retrieval, "poolers": _poolers}
+           "retrieval": _retrieval, "poolers": _poolers, "reconstruction": _reconstruction}
 assert set(COMPUTE) == set(runs.EVALUATION_SIZE_KNOBS)
 
 

@@ -192,10 +192,7 @@ class SARCSE(Method):
         loss = self.cfg["alpha"] * terms["contrastive"]
         if self.autoencoder.has_decoder:
             x_rec = self.autoencoder.decode(z, where, x.shape[1])
-            if self.cfg["weighting"] == "adaptive":
-                weights = token_weights(self.frequencies[ids], self.cfg["theta"], self.cfg["lam"])
-            else:
-                weights = torch.ones_like(ids, dtype=x.dtype)
+            weights = self.weights(ids, x.dtype)
             half = len(z1)
             terms["reconstruction"] = reconstruction_loss(x[:half].float(), x_rec[:half].float(), weights[:half],
                                                           n[:half], self.cfg["token_mse"])
@@ -203,6 +200,40 @@ class SARCSE(Method):
                                                                weights[half:], n[half:], self.cfg["token_mse"])
             loss = loss + self.cfg["beta"] * terms["reconstruction"] + self.cfg["gamma"] * terms["reconstruction_plus"]
         return {"loss": loss, **terms}
+
+    def weights(self, ids, dtype=torch.float) -> torch.Tensor:
+        """f(w) of each token (Eq. 8), or 1 for every token without the self-adaptive loss."""
+        if self.cfg["weighting"] == "adaptive":
+            return token_weights(self.frequencies[ids], self.cfg["theta"], self.cfg["lam"]).to(dtype)
+        return torch.ones_like(ids, dtype=dtype)
+
+    @torch.no_grad()
+    def reconstruction_against_constant(self, sentences: list[str], batch_size: int = 64) -> dict:
+        """L_R (Eq. 9, the run's token weights and MSE) of held-out `sentences` in eval mode, beside its trivial
+        baseline: the same loss of the best constant guess, one vector (the weighted mean of the content token
+        states) for every token. A decoder that reconstructs from Z beats it (protocol.engaged, reconstruction)."""
+        if not self.autoencoder.has_decoder:
+            raise SreError("a reconstruction check needs the decoder: the run trained with decoder=False")
+        was_training = self.training
+        self.eval()
+        batches = []
+        for start in range(0, len(sentences), batch_size):
+            batch = self.encoder.tokenize(sentences[start:start + batch_size], self.cfg["max_len"])
+            x, ids, n = content_tokens(self.encoder.forward_hidden(batch)[-1], batch["attention_mask"],
+                                       batch["input_ids"], max(KERNELS))
+            z, where = self.autoencoder.encode(x, n)
+            mask = torch.arange(x.shape[1], device=x.device)[None, :] < n[:, None]
+            # each token's share of L_R: f(w_i) / N of its sentence (the constant minimising L_R weighs tokens so)
+            share = self.weights(ids) * mask / n.clamp(min=1)[:, None]
+            batches.append((x.float(), self.autoencoder.decode(z, where, x.shape[1]).float(), ids, n, share))
+        constant = sum((sh[..., None] * x).sum((0, 1)) for x, _, _, _, sh in batches) / sum(sh.sum() for *_, sh in batches)
+        decoder = baseline = 0.0
+        for x, x_rec, ids, n, _ in batches:
+            weights, size = self.weights(ids), len(x) / len(sentences)
+            decoder += size * float(reconstruction_loss(x, x_rec, weights, n, self.cfg["token_mse"]))
+            baseline += size * float(reconstruction_loss(x, constant.expand_as(x), weights, n, self.cfg["token_mse"]))
+        self.train(was_training)
+        return {"decoder": decoder, "constant": baseline, "sentences": len(sentences)}
 
     def term_weights(self):
         return {"contrastive": self.cfg["alpha"], "reconstruction": self.cfg["beta"],
