@@ -178,3 +178,18 @@ def test_margin_claim_matches_seeds_and_puts_the_papers_effect_beside():
     row = margin_claim("BYOP helps", with_margin, without, 0.4)
     assert row["mean difference"] == 0.75 and row["paper effect"] == 0.4 and row["seeds"] == "43, 42"
     assert not row["verdict"].startswith("not tested")  # seed 43's curve moved by 2 gaps: the margin acted
+
+
+def test_a_margin_engages_when_it_changes_the_first_batchs_loss_by_one_percent():
+    from sre_repro.chapters.byop import perturbation_engagement, perturbation_share
+    simcse = [{"seed": 42, "training": {"loss_first": 2.00}}, {"seed": 43, "training": {"loss_first": 1.80}}]
+    single = [{"seed": 43, "training": {"loss_first": 1.70, "terms": {}}}, {"seed": 42, "training": {"loss_first": 1.90}}]
+    assert perturbation_share(single[0], simcse[1]) == (1.80, 1.70)  # the same seed's run gives the plain loss
+    ok, why = perturbation_engagement(single, simcse)  # 5.6 % and 5 %
+    assert ok and "5.56%" in why and "5.00%" in why
+    multi = [{"seed": 42, "training": {"loss_first": 1.0, "terms": {"loss_plain": {"first": 2.0}, "loss_perturbed": {"first": 2.01}}}}]
+    assert perturbation_share(multi[0]) == (2.0, 2.01)  # its own two terms, no reference needed
+    ok, why = perturbation_engagement(multi, [])
+    assert not ok and why.startswith("seed 42: changes the batch's loss by 0.50%")
+    with pytest.raises(SreError, match="same seed"):
+        perturbation_share(single[0], simcse[0])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import book, report
+from .. import book, protocol, report
 from ..config import resolve
 from ..errors import SreError
 from ..evaluate.cached import cached
@@ -114,6 +114,35 @@ def paper_ablation(plm: str) -> pd.DataFrame:
         top = TABLE6_SETTINGS[variant][plm][-1]
         columns[column] = {top if name == variant else name: value for name, value in table[plm].items()}
     return pd.DataFrame(columns).reindex(["p-n-", "p+n-", "p+", "p-", "n-"])
+
+
+def perturbation_share(run: dict, reference: dict | None = None) -> tuple[float, float]:
+    """(plain, perturbed): the loss of one batch without and with the run's margin, at the first step (same
+    weights, same batch, same dropout). A multi-task run logs both terms; a single-loss run's loss is the
+    perturbed one, and the same seed's run without the margin (`reference`: SimCSE for SimCSE + BYOP, RankCSE for
+    RankCSE + BYOP) computed the plain one on that very batch (the seed fixes the batches and the masks)."""
+    terms = (run.get("training") or {}).get("terms") or {}
+    if "loss_plain" in terms and "loss_perturbed" in terms:
+        return terms["loss_plain"]["first"], terms["loss_perturbed"]["first"]
+    if reference is None or reference["seed"] != run["seed"]:
+        raise SreError(f"a single-loss margin run (seed {run['seed']}) is set against the same seed's run without "
+                       "the margin: pass it as the reference")
+    return reference["training"]["loss_first"], run["training"]["loss_first"]
+
+
+def perturbation_engagement(with_margin: list[dict], without: list[dict]) -> tuple[bool, str]:
+    """protocol.engaged for a margin over a claim's runs: at every seed the margin changes the first batch's loss
+    by at least protocol.PERTURBATION_SHARE (`without`: the same seeds' runs without it). For RankCSE + BYOP the
+    loss is RankCSE's whole loss, so a margin on an InfoNCE term that weighs nothing there does not engage."""
+    by_seed = {r["seed"]: r for r in without}
+    results = [(r["seed"], protocol.engaged("perturbation", **dict(zip(("plain", "perturbed"),
+                                                                      perturbation_share(r, by_seed.get(r["seed"]))))))
+               for r in with_margin]
+    idle = [(seed, why) for seed, (ok, why) in results if not ok]
+    if idle:
+        return False, f"seed {idle[0][0]}: {idle[0][1]}" + (f"; and {len(idle) - 1} more seed(s)" if len(idle) > 1 else "")
+    shares = [why.split(" by ")[1].split(" ")[0] for _, (_, why) in results]
+    return True, f"at every seed ({', '.join(shares)} of the first batch's loss)"
 
 
 # Below this many points of STS-B dev, a same-seed run's curve (same batches, same dropout) is taken as SimCSE's
