@@ -202,9 +202,9 @@ class SARCSE(Method):
         return {"loss": loss, **terms}
 
     def weights(self, ids, dtype=torch.float) -> torch.Tensor:
-        """f(w) of each token (Eq. 8), or 1 for every token without the self-adaptive loss."""
+        """f(w) of each token (Eq. 8), or 1 (in `dtype`) for every token without the self-adaptive loss."""
         if self.cfg["weighting"] == "adaptive":
-            return token_weights(self.frequencies[ids], self.cfg["theta"], self.cfg["lam"]).to(dtype)
+            return token_weights(self.frequencies[ids], self.cfg["theta"], self.cfg["lam"])  # the frequencies' dtype
         return torch.ones_like(ids, dtype=dtype)
 
     @torch.no_grad()
@@ -223,13 +223,14 @@ class SARCSE(Method):
                                        batch["input_ids"], max(KERNELS))
             z, where = self.autoencoder.encode(x, n)
             mask = torch.arange(x.shape[1], device=x.device)[None, :] < n[:, None]
+            weights = self.weights(ids)
             # each token's share of L_R: f(w_i) / N of its sentence (the constant minimising L_R weighs tokens so)
-            share = self.weights(ids) * mask / n.clamp(min=1)[:, None]
-            batches.append((x.float(), self.autoencoder.decode(z, where, x.shape[1]).float(), ids, n, share))
+            share = weights * mask / n.clamp(min=1)[:, None]
+            batches.append((x.float(), self.autoencoder.decode(z, where, x.shape[1]).float(), weights, n, share))
         constant = sum((sh[..., None] * x).sum((0, 1)) for x, _, _, _, sh in batches) / sum(sh.sum() for *_, sh in batches)
         decoder = baseline = 0.0
-        for x, x_rec, ids, n, _ in batches:
-            weights, size = self.weights(ids), len(x) / len(sentences)
+        for x, x_rec, weights, n, _ in batches:
+            size = len(x) / len(sentences)
             decoder += size * float(reconstruction_loss(x, x_rec, weights, n, self.cfg["token_mse"]))
             baseline += size * float(reconstruction_loss(x, constant.expand_as(x), weights, n, self.cfg["token_mse"]))
         self.train(was_training)
