@@ -269,6 +269,10 @@ def test_the_budget_check_lengthens_a_run_still_improving_and_evaluates_finer_on
     for seed, at in ((43, None), (44, 100)):
         runs.save("simcse_sup", resolve(overrides={**overrides, "seed": seed}), first_kept(58.0, at=at))
     assert recipe.kept_first_at_other_seeds(overrides) == [43]
+    # ... or a chapter's variant of the method on the same schedule (any knob of its own), not another schedule's run
+    runs.save("simcse_sup", resolve(overrides={**overrides, "seed": 45, "temperature": 0.1}), first_kept(58.0))
+    runs.save("simcse_sup", resolve(overrides={**overrides, "seed": 46, "lr": 1e-4}), first_kept(58.0))
+    assert recipe.kept_first_at_other_seeds(overrides) == [43, 45]
     assert [o["eval_steps"] for o, _ in chain({(600, 20): record(60.0, False), (600, 5): first_kept(58.5, every=5, patience=40, at=15)})] == [20, 5]
     # a knob counted in steps keeps its share of the cap (SLT-FAI's auxiliary warm-up: 5 %)
     slt_fai = recipe.study_overrides("slt_fai", "cpu", 1e-4)

@@ -291,17 +291,34 @@ def finer_evaluation(overrides: dict) -> dict:
     return {**overrides, "eval_steps": fine, "patience": overrides["patience"] * overrides["eval_steps"] // fine}
 
 
+# what a method's evaluation schedule is made of: runs alike in these were trained on the same schedule, whatever
+# their method's own knobs
+SCHEDULE = ("scale", "model_name", "lr", "head_lr", "max_steps", "eval_steps", "patience", "min_delta")
+
+
 def kept_first_at_other_seeds(overrides: dict) -> list[int]:
-    """The seeds of the edition's protocol (book.seeds under the converged recipe) whose run of this very setting
-    the store holds and kept its first evaluation: one seed's curve can rise past an early peak that the others
-    show (SimCSE peaks by step 20 at most seeds)."""
+    """The seeds of the edition's protocol (book.seeds under the converged recipe) at which a run of this method on
+    this very schedule (SCHEDULE: its lr, cap, evaluation and stopping rule) kept its first evaluation, in the
+    store: the study's setting at another seed, or a chapter's variant of the method (BYOPD beside the study's
+    default BYOPC). One seed's curve can rise past an early peak that the others show (SimCSE peaks by step 20 at
+    most seeds), and a method is evaluated on one schedule for all its variants."""
+    import json
+
     from ..config import cpu_recipe, resolve
 
     with cpu_recipe("converged"):
         seeds = [s for s in book.seeds(overrides["scale"]) if s != overrides["seed"]]
-    found = {s: runs.lookup(overrides["method"], resolve(overrides={**overrides, "seed": s}), allow_stale=True)
-             for s in seeds}
-    return [s for s, r in found.items() if r is not None and claims.convergence_of(r)["kept_first_evaluation"]]
+    schedule = {k: v for k, v in resolve(overrides=overrides).items() if k in SCHEDULE}
+    found = set()
+    for path in runs.record_paths():
+        if path.parent.name != overrides["method"]:
+            continue
+        record = json.loads(path.read_text())
+        cfg = record.get("config", {})
+        if (cfg.get("seed") in seeds and all(cfg.get(k) == v for k, v in schedule.items())
+                and claims.convergence_of(record)["kept_first_evaluation"]):
+            found.add(cfg["seed"])
+    return sorted(found)
 
 
 def budget_chain(overrides: dict, get) -> list[tuple[dict, dict]]:
