@@ -51,6 +51,27 @@ def test_numbers_agree_within_float_noise_and_not_beyond():
     assert fingerprints.fingerprint_of(old) == fingerprints.fingerprint_of({**old, "metrics": {"sts": {"avg": 50.0000001}}})
 
 
+def test_another_cpu_kind_is_held_to_the_measured_tolerance_and_no_further():
+    # AVX-512 against AVX2: an 8-pair Spearman moved 1.1 %, a displayed value its last digit, t-SNE anywhere
+    old = {"metrics": {"sts": {"STS15": 29.71}, "attention": [0.0087], "tsne": [[1.0, 2.0]]}, "steps": [{"batch": "ab"}]}
+    moved = {"metrics": {"sts": {"STS15": 29.39}, "attention": [0.0088], "tsne": [[-40.0, 7.0]]}, "steps": [{"batch": "ab"}]}
+    assert fingerprints.first_difference(old, moved) == "/metrics/attention[0]: 0.0087 -> 0.0088"
+    assert fingerprints.first_difference(old, moved, other_cpu=True) is None
+    # a change of the computation still shows: a loss 5 % off, another batch, a missing number
+    assert fingerprints.first_difference(old, {**moved, "metrics": {**moved["metrics"], "sts": {"STS15": 31.2}}},
+                                         other_cpu=True) == "/metrics/sts/STS15: 29.71 -> 31.2"
+    assert fingerprints.first_difference(old, {**moved, "steps": [{"batch": "cd"}]}, other_cpu=True) == "/steps[0]/batch: ab -> cd"
+    assert fingerprints.first_difference(old, {"steps": [{"batch": "ab"}]}, other_cpu=True).endswith("-> <absent>")
+
+
+def test_a_fingerprint_names_the_cpu_kind_it_was_probed_on(tmp_path):
+    cfg = {"model_name": "glove", "pooler": "avg", "whiten": False, "whiten_dim": 0, "precision": "fp32",
+           "tasks": "sts", "max_pairs": 8}
+    (variant,) = runs.variants("eval", cfg)
+    fingerprints.write_fingerprint(variant, "eval", cfg, {"metrics": {"sts": {"avg": 1.0}}}, tmp_path)
+    assert json.loads(runs.fingerprint_path(variant, tmp_path).read_text())["hardware"] == fingerprints.hardware()
+
+
 def test_a_record_is_stale_exactly_when_its_variants_fingerprint_changed(tmp_path):
     cfg = {"model_name": "glove", "pooler": "avg", "whiten": False, "whiten_dim": 0, "precision": "fp32",
            "tasks": "sts", "max_pairs": 0}
