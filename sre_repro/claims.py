@@ -52,6 +52,20 @@ def matched(better: dict[int, float], worse: dict[int, float]) -> list[float]:
     return [better[s] - worse[s] for s in sorted(set(better) & set(worse))]
 
 
+def engaged_in_every(group: list[dict], check, summary=None) -> tuple[bool, str]:
+    """A component's engagement over the runs a claim rests on (judge's `engagement` entry): engaged when
+    `check(run)` -> (engaged, why), protocol.engaged's reading of one run, holds at every seed; else why names the
+    first seed where it did not. `summary`: the text of an engaged reading from the runs' whys (default: each seed's)."""
+    if not group:
+        return False, "no runs to read it from"
+    results = [(r["seed"], *check(r)) for r in group]
+    idle = [(seed, why) for seed, ok, why in results if not ok]
+    if idle:
+        return False, f"seed {idle[0][0]}: {idle[0][1]}" + (f"; and {len(idle) - 1} more seed(s)" if len(idle) > 1 else "")
+    whys = [why for _, _, why in results]
+    return True, summary(whys) if summary else "; ".join(f"seed {seed}: {why}" for seed, _, why in results)
+
+
 def convergence_of(run: dict, rule: tuple[int, float] | None = None) -> dict:
     """protocol.convergence of a run's dev curve, read now: by the stopping rule it trained under, or for a
     fixed-budget run by `rule` (patience, min_delta) when given (else it is not judged)."""

@@ -56,17 +56,6 @@ def test_best_by_dev_picks_the_setting_with_the_best_dev_score():
     assert book.best_by_dev(grid, "A") == 64
 
 
-def test_batch_gain_matches_runs_by_seed():
-    def run(seed, avg):
-        return {"seed": seed, "metrics": {"sts": {"avg": avg}}}
-
-    preset = [run(42, 30.0), run(43, 31.0), run(44, 35.0)]
-    larger = [run(44, 36.5), run(42, 29.0)]  # order differs from the preset runs'
-    assert sarcse_chapter.batch_gain(larger, preset).tolist() == [1.5, -1.0]
-    with pytest.raises(book.SreError, match="seed"):
-        sarcse_chapter.batch_gain([run(7, 1.0)], preset)
-
-
 def test_grids_follow_the_scale_unless_chosen():
     assert sarcse_chapter.grid("sarcse_batch_sizes", "cpu") == [32, 64, 512]
     assert sarcse_chapter.grid("sarcse_batch_sizes", "paper") == [32, 64, 128, 192, 256, 512]
@@ -130,7 +119,7 @@ def test_quick_mode_caps_every_run_keeps_one_seed_labels_its_tables_and_saves_no
     quick = resolve(overrides={"method": "sarcse", "scale": "cpu"})
     # the cap and a coarser evaluation; the recipe's lr, head_lr and rule stay (the cap binds before the rule can)
     assert (quick["max_steps"], quick["eval_steps"]) == (60, 20)
-    assert {k: quick[k] for k in ("lr", "head_lr", "patience")} == {"lr": 1e-4, "head_lr": 1e-3, "patience": 0}  # sarcse: fixed-budget
+    assert {k: quick[k] for k in ("lr", "head_lr", "patience")} == {"lr": 3e-4, "head_lr": 1e-3, "patience": 40}  # sarcse: converged
     assert resolve(overrides={"method": "simcse", "scale": "cpu", "max_steps": 30})["max_steps"] == 30  # a set knob wins
     assert resolve(overrides={"method": "simcse", "scale": "smoke"})["max_steps"] == 6  # smoke is already short
     assert book.seeds("cpu", "") == [42] and book.seeds("cpu", "[7, 8]") == [7]
@@ -140,8 +129,8 @@ def test_quick_mode_caps_every_run_keeps_one_seed_labels_its_tables_and_saves_no
     book._not_in_quick_mode("", "raise RuntimeError('a skipped cell must not run')")
     assert capsys.readouterr().out.strip() == book.QUICK_SKIPPED
     book.check_parameters("sarcse", {"scale": "cpu"})  # quick False (its default): full runs again
-    assert resolve(overrides={"method": "sarcse", "scale": "cpu"}) == resolve(overrides={"method": "sarcse", "scale": "cpu"}, recipe="fixed-budget")
-    assert book.seeds("cpu", "") == [42, 43, 44]
+    assert resolve(overrides={"method": "sarcse", "scale": "cpu"}) == resolve(overrides={"method": "sarcse", "scale": "cpu"}, recipe="converged")
+    assert book.seeds("cpu", "") == [42, 43, 44, 45, 46]
 
 
 def test_time_quick_measures_a_chapter_from_nothing(tmp_path):

@@ -159,13 +159,8 @@ def test_a_margin_that_barely_acted_gets_no_verdict():
 
 def test_paper_gains_are_differences_of_the_papers_averages():
     from sre_repro.chapters.byop import paper_gains
-    from sre_repro.chapters.sarcse import paper_gains as sarcse_gains
     gains = paper_gains("BERT-base")
     assert gains["SimCSE +BYOPD"] == pytest.approx(77.45 - 76.95) and gains["SimCSE +IFM"] == pytest.approx(77.39 - 76.95)
-    sarcse = sarcse_gains(512, 64)
-    assert sarcse["sarcse"] == pytest.approx(78.09 - 76.57) and sarcse["sal"] == pytest.approx(78.09 - 77.15)
-    assert sarcse["batch"] == pytest.approx((76.57 - 75.80) - (76.72 - 78.09))  # SimCSE gains from 512, SARCSE loses
-    assert sarcse_gains(8, 4)["batch"] is None  # batches the paper did not run
 
 
 def test_margin_claim_matches_seeds_and_puts_the_papers_effect_beside():

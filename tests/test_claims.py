@@ -107,3 +107,12 @@ def test_seed_matched_differences_pair_runs_by_seed_and_keep_the_plm_beside():
     assert lower == pytest.approx([0.02, 0.01])
     row = judge(Claim("a", "aligns better", "superiority", "x", 0.065), lower, plm_value=0.0451)
     assert row["untrained PLM"] == 0.045 and row["type"] == "superiority"
+
+
+def test_a_component_engages_over_a_claim_only_where_it_engaged_at_every_seed():
+    group = [{"seed": 42, "fell": 0.3}, {"seed": 43, "fell": 0.05}, {"seed": 44, "fell": 0.02}]
+    check = lambda run: (run["fell"] >= 0.1, f"fell {run['fell']:.0%}")  # noqa: E731
+    assert claims.engaged_in_every(group, check) == (False, "seed 43: fell 5%; and 1 more seed(s)")
+    assert claims.engaged_in_every(group[:1], check) == (True, "seed 42: fell 30%")
+    assert claims.engaged_in_every(group[:1], check, lambda whys: "all: " + whys[0]) == (True, "all: fell 30%")
+    assert claims.engaged_in_every([], check) == (False, "no runs to read it from")  # no runs are no evidence

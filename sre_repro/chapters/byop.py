@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import book, protocol, report
+from .. import book, claims, protocol, report
 from ..config import resolve
 from ..errors import SreError
 from ..evaluate.cached import cached
@@ -135,14 +135,15 @@ def perturbation_engagement(with_margin: list[dict], without: list[dict]) -> tup
     by at least protocol.PERTURBATION_SHARE (`without`: the same seeds' runs without it). For RankCSE + BYOP the
     loss is RankCSE's whole loss, so a margin on an InfoNCE term that weighs nothing there does not engage."""
     by_seed = {r["seed"]: r for r in without}
-    results = [(r["seed"], protocol.engaged("perturbation", **dict(zip(("plain", "perturbed"),
-                                                                      perturbation_share(r, by_seed.get(r["seed"]))))))
-               for r in with_margin]
-    idle = [(seed, why) for seed, (ok, why) in results if not ok]
-    if idle:
-        return False, f"seed {idle[0][0]}: {idle[0][1]}" + (f"; and {len(idle) - 1} more seed(s)" if len(idle) > 1 else "")
-    shares = [why.split(" by ")[1].split(" ")[0] for _, (_, why) in results]
-    return True, f"at every seed ({', '.join(shares)} of the first batch's loss)"
+
+    def check(run):
+        plain, perturbed = perturbation_share(run, by_seed.get(run["seed"]))
+        return protocol.engaged("perturbation", plain=plain, perturbed=perturbed)
+
+    def summary(whys):  # each seed's share, read from protocol.engaged's "... by 5.56% ..."
+        return f"at every seed ({', '.join(why.split(' by ')[1].split(' ')[0] for why in whys)} of the first batch's loss)"
+
+    return claims.engaged_in_every(with_margin, check, summary)
 
 
 # Below this many points of STS-B dev, a same-seed run's curve (same batches, same dropout) is taken as SimCSE's

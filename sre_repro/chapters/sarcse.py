@@ -1,10 +1,12 @@
-"""The SARCSE chapter's plan: its grids, the batch-size budget, and the rows its figures derive from runs."""
+"""The SARCSE chapter's plan: its grids, the batch-size budget, the rows its figures derive from runs, its claims
+with the paper's effects, and whether the reconstruction engaged (protocol.engaged) in a run."""
 from __future__ import annotations
 
-import numpy as np
+import pandas as pd
 
-from .. import book
-from ..errors import SreError
+from .. import book, protocol
+from ..claims import Claim
+from ..evaluate.cached import cached
 
 # The cpu edition runs a subset of the appendix grids so that the chapter stays within its time: the ends of
 # each range and the preset (batch 64, theta 0.1); the list parameters (`-p batch_sizes`, `-p thetas`) run the rest.
@@ -16,6 +18,9 @@ GRIDS = {
 
 def grid(name: str, scale: str, chosen=None) -> list:
     return book.grid(GRIDS, name, scale, chosen)
+
+
+SECONDARY_SEEDS = 3  # the ablations and the largest batch: the protocol's fewest for a claim that is not a headline
 
 
 def same_budget(scale: str, method: str, batch_size: int) -> dict:
@@ -58,29 +63,76 @@ def importance_rows(run: dict, key: str, label: str, invert: bool = False) -> di
     return rows
 
 
-def batch_gain(larger: list[dict], preset: list[dict]):
-    """Per seed, average STS at a larger batch minus at the preset batch (runs matched by seed)."""
-    by_seed = {r["seed"]: r["metrics"]["sts"]["avg"] for r in preset}
-    missing = [r["seed"] for r in larger if r["seed"] not in by_seed]
-    if missing:
-        raise SreError(f"no preset-batch run for seed(s) {missing}: train both batch sizes with the same seeds")
-    return np.array([r["metrics"]["sts"]["avg"] - by_seed[r["seed"]] for r in larger])
+# The paper's effects (RoBERTa-base, average STS): SARCSE against SimCSE at SARCSE's own batch, 64, as Table 2 runs
+# both and as the book trains them (the abstract's +1.52 sets SARCSE at batch 64 against SimCSE at 512); the
+# ablations from Table 1; the batch claim from Table 2 (512 against 64); alignment from Table 4.
+def _paper_effects() -> dict[str, float]:
+    from ..papers.sarcse import TABLE1_BASE, TABLE2_BATCH, TABLE4_GEOMETRY
+
+    t1 = {name: row[-1] for name, row in TABLE1_BASE.items()}
+    at = {b: {m: TABLE2_BATCH[b][m][-1] for m in ("SimCSE", "SARCSE")} for b in (64, 512)}
+    return {"sarcse": at[64]["SARCSE"] - at[64]["SimCSE"], "wo_sal": t1["SARCSE w/o SAL"] - at[64]["SimCSE"],
+            "sal": t1["SARCSE-RoBERTa-base"] - t1["SARCSE w/o SAL"],
+            "decoder": t1["SARCSE w/o SAL"] - t1["SARCSE w/o SAL & decoder"],
+            "head": at[64]["SimCSE"] - t1["SARCSE w/o SAL & decoder"],
+            "batch": (at[512]["SimCSE"] - at[64]["SimCSE"]) - (at[512]["SARCSE"] - at[64]["SARCSE"]),
+            "alignment": TABLE4_GEOMETRY["SimCSE"]["alignment"] - TABLE4_GEOMETRY["SARCSE"]["alignment"]}
 
 
-def paper_gains(largest_batch: int, preset_batch: int) -> dict[str, float | None]:
-    """The paper's own effect for each verdict of the chapter, from its Tables 1 and 2 (average STS,
-    RoBERTa-base): SARCSE over SimCSE, SAL over plain MSE, the decoder, SimCSE over the TextCNN head alone, and
-    how much more SimCSE gains than SARCSE from `largest_batch` over `preset_batch` (None: a batch the paper
-    did not run)."""
-    from ..papers.sarcse import TABLE1_BASE, TABLE2_BATCH
+_EFFECT = _paper_effects()
+RECONSTRUCTION = "the reconstruction"  # the component the paper credits its gains to (Sec. 3, Appendix A, Table 4)
+CLAIMS = {c.id: c for c in [
+    Claim("sarcse_beats_simcse", "SARCSE beats SimCSE on average STS", "superiority",
+          "SARCSE - SimCSE, average STS, seed-matched (Table 2, batch 64)", _EFFECT["sarcse"], headline=True),
+    Claim("wo_sal_beats_simcse", "SARCSE w/o SAL (plain MSE) beats SimCSE", "superiority",
+          "w/o SAL - SimCSE, average STS, seed-matched (Table 1)", _EFFECT["wo_sal"]),
+    Claim("sal_helps", "the self-adaptive loss helps over plain MSE", "superiority",
+          "SARCSE - w/o SAL, average STS, seed-matched (Table 1)", _EFFECT["sal"], components=(RECONSTRUCTION,)),
+    Claim("decoder_helps", "the decoder (plain reconstruction) helps", "superiority",
+          "w/o SAL - w/o SAL & decoder, average STS, seed-matched (Table 1)", _EFFECT["decoder"],
+          components=(RECONSTRUCTION,)),
+    Claim("head_alone_below_simcse", "the TextCNN head alone (w/o SAL & decoder) falls below SimCSE", "superiority",
+          "SimCSE - w/o SAL & decoder, average STS, seed-matched (Tables 1-2)", _EFFECT["head"]),
+    Claim("smaller_batch", "SARCSE needs a smaller batch: batch 512 over 64 helps SimCSE more than SARCSE",
+          "superiority", "(SimCSE 512 - 64) - (SARCSE 512 - 64), average STS, seed-matched (Table 2)", _EFFECT["batch"],
+          components=(RECONSTRUCTION,)),
+    Claim("alignment_below_simcse", "SARCSE aligns paraphrases more closely than SimCSE (lower alignment loss)",
+          "superiority", "SimCSE - SARCSE alignment on STS-B test, seed-matched (Table 4)", _EFFECT["alignment"],
+          components=(RECONSTRUCTION,)),
+]}
 
-    avg = {name: row[-1] for name, row in TABLE1_BASE.items()}
-    batch = None
-    if largest_batch in TABLE2_BATCH and preset_batch in TABLE2_BATCH:
-        gain = {m: TABLE2_BATCH[largest_batch][m][-1] - TABLE2_BATCH[preset_batch][m][-1] for m in ("SimCSE", "SARCSE")}
-        batch = gain["SimCSE"] - gain["SARCSE"]
-    return {"sarcse": avg["SARCSE-RoBERTa-base"] - avg["SimCSE-RoBERTa-base"],
-            "sal": avg["SARCSE-RoBERTa-base"] - avg["SARCSE w/o SAL"],
-            "decoder": avg["SARCSE w/o SAL"] - avg["SARCSE w/o SAL & decoder"],
-            "head": avg["SimCSE-RoBERTa-base"] - avg["SARCSE w/o SAL & decoder"],
-            "batch": batch}
+
+def reconstruction_check(run: dict, data_dir=None, force: bool = False) -> dict:
+    """The kept decoder's reconstruction loss on STS-B dev's sentences beside the constant guess's (a record of
+    kind "reconstruction": evaluate/cached.py), from the run's kept weights (trained once where this machine
+    lacks them: train.kept_checkpoint)."""
+    from ..config import resolve
+
+    cfg = resolve(overrides=run["config"])  # as many sentences as the run's STS evaluation reads (0: all)
+    return cached("reconstruction", {"run": cfg, "max_sentences": 2 * cfg["eval_max_pairs"]}, data_dir, force,
+                  allow_stale=True)
+
+
+def reconstruction_engaged(run: dict, data_dir=None) -> tuple[bool, str]:
+    """protocol.engaged for one run's reconstruction: its loss term fell by protocol.LOSS_FALL from the first
+    step to the kept one, and the kept decoder reconstructs held-out sentences better than the constant guess."""
+    term = run["training"]["terms"]["reconstruction"]
+    held_out = reconstruction_check(run, data_dir)["metrics"]["reconstruction"]
+    return protocol.engaged("reconstruction", first=term["first"], kept=term["kept"], baseline=held_out["constant"],
+                            compared=held_out["decoder"])
+
+
+def engagement_table(groups: dict[str, list[dict]], data_dir=None) -> pd.DataFrame:
+    """Per run with a decoder: the reconstruction term first -> kept, its share of the loss at the kept step, the
+    held-out loss of the kept decoder and of the constant guess, and protocol.engaged's reading."""
+    rows = []
+    for name, group in groups.items():
+        for run in group:
+            term = run["training"]["terms"]["reconstruction"]
+            held_out = reconstruction_check(run, data_dir)["metrics"]["reconstruction"]
+            ok, why = reconstruction_engaged(run, data_dir)
+            rows.append({"run": name, "seed": run["seed"], "first": round(term["first"], 4), "kept": round(term["kept"], 4),
+                         "share of the loss, kept": f"{100 * term['share_kept']:.2f}%",
+                         "held out: decoder": round(held_out["decoder"], 4), "held out: constant": round(held_out["constant"], 4),
+                         "engaged": "yes" if ok else "no", "why": why})
+    return pd.DataFrame(rows).set_index(["run", "seed"])
