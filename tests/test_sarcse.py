@@ -132,7 +132,7 @@ def test_declared_claims_take_the_papers_effects_at_sarcses_batch():
     assert effect["alignment_below_simcse"] == pytest.approx(0.213 - 0.148)
     assert chapter.CLAIMS["sarcse_beats_simcse"].headline and not chapter.CLAIMS["sarcse_beats_simcse"].components
     gated = {i for i, c in chapter.CLAIMS.items() if chapter.RECONSTRUCTION in c.components}
-    assert gated == {"sal_helps", "decoder_helps", "smaller_batch", "alignment_below_simcse"}
+    assert gated == {"wo_sal_beats_simcse", "sal_helps", "decoder_helps", "smaller_batch", "alignment_below_simcse"}
 
 
 def test_the_reconstruction_engages_only_when_it_fell_and_beats_the_constant_guess(monkeypatch):
