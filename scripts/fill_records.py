@@ -1,0 +1,153 @@
+"""Train the converged `cpu` runs the chapters' ports (issues 33-36) still miss, in priority order, on several
+processes at once: CPU lanes here, or many processes sharing one GPU. Each finished run lands in the run cache
+(results/) as it completes, so a cut-off session loses at most the runs in flight.
+
+    python scripts/fill_records.py plan [--out jobs.json]         # the missing runs, one JSON object each
+    python scripts/fill_records.py run --workers 2 [--jobs jobs.json] [--launch-until SECONDS] [--pack DIR]
+
+`run` trains the jobs of `--jobs` (default: the plan, now) on `--workers` processes, one thread each
+(OMP_NUM_THREADS=1 is set for them); a worker starts no new run after `--launch-until` seconds. `--pack DIR`
+writes every new record into DIR/records.tar after each finished run (a device call's $OUT, which returns files,
+not folders). A plan needs the committed records (it skips what the cache holds); a device call that carries only
+part of results/ runs a plan written here (`--jobs`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import sys
+import tarfile
+import time
+import traceback
+from pathlib import Path
+
+S5, S3 = [42, 43, 44, 45, 46], [42, 43, 44]
+
+
+def wanted() -> list[dict]:
+    """Every converged run the ports read, in priority order (a run already cached is dropped by `plan`)."""
+    from sre_repro.chapters import byop, pt_bert, sarcse
+
+    jobs = []
+
+    def add(method, seeds, **overrides):
+        jobs.extend({"method": method, "scale": "cpu", "seed": s, **overrides} for s in seeds)
+
+    # issue 33: SARCSE (batch table) and BYOP (per-column reading, Appendix B's margin, Tables 8-9, RankCSE)
+    for method in ("simcse", "sarcse"):
+        add(method, S3[:1], **sarcse.same_budget("cpu", method, 32))
+    add("byop", S3, margin_type="dynamic", perturbation="n-", loss_mode="single", dynamic_margin_axis="column", margin=0.01)
+    add("byop", S3, margin_type="constant", perturbation="n-", loss_mode="single", margin=0.1)
+    add("byop", S3[:1], margin_type="dynamic", perturbation="p+n-", loss_mode="single", dynamic_margin_axis="anchor")
+    add("byop", S3[:1], margin_type="dynamic", perturbation="n-", loss_mode="multi-task", dynamic_margin_axis="anchor")
+    teachers = byop.leave_one_out_teachers(S3, pool=S5)
+    for settings in ({}, {"byop": "constant", "perturbation": "n-", "margin": 0.01},
+                     {"byop": "dynamic", "perturbation": "n-", "dynamic_margin_axis": "anchor"}):
+        jobs.extend({"method": "rankcse", "scale": "cpu", "seed": s, **settings, **teachers[s]} for s in S3)
+    # issue 34: PT-BERT's rows (both readings and MoCo at the headline's seeds), its grids, SimCSE's lengths
+    for name, overrides in pt_bert.variants(["reorder", "duplication", "deletion"]).items():
+        add("pt_bert", S3 if name.startswith("MoCo-BERT +") else S5, **overrides)
+    for n in (64, 90, 256, 360):
+        add("pt_bert", S3, pseudo_length=n)
+    for q in (192, 320):
+        add("pt_bert", S3, queue_keys=q)
+    for n in (64, 128):
+        add("simcse", S3, max_len=n)
+    # issues 35 and 36: the baselines whose method code their ports leave alone
+    add("consert", S5)
+    add("simcse_mlm", S5)
+    return jobs
+
+
+def plan() -> list[dict]:
+    from sre_repro import runs
+    from sre_repro.config import resolve, use_cpu_recipe
+
+    use_cpu_recipe("converged")
+    seen, out = set(), []
+    for job in wanted():
+        cfg = resolve(overrides=dict(job))
+        key = runs.config_hash(cfg)
+        if key not in seen and runs.lookup(cfg["method"], cfg, allow_stale=False) is None:
+            seen.add(key)
+            out.append(job)
+    return out
+
+
+def _worker(queue, done, deadline: float) -> None:
+    from sre_repro.config import use_cpu_recipe
+    from sre_repro.train import train
+
+    use_cpu_recipe("converged")
+    while (job := queue.get()) is not None and time.time() < deadline:
+        started = time.time()
+        try:
+            m = train(dict(job))["metrics"]
+            done.put(f"OK {job} dev {m['stsb_dev_best']:.2f}@{m['best_step']} avg {m['sts']['avg']:.2f} "
+                     f"{time.time() - started:.0f}s")
+        except Exception:  # one failed run must not stop the others; its traceback is the report
+            done.put(f"FAIL {job} {traceback.format_exc()[-1500:]}")
+    done.put(None)
+
+
+def _records() -> set[Path]:
+    from sre_repro import runs
+
+    return set(runs.results_dir().glob("*/*.json"))
+
+
+def _pack(before: set, folder: Path) -> int:
+    """Every record new since `before` into folder/records.tar, as results/<kind>/<hash>.json (untar in the repo)."""
+    from sre_repro import runs
+
+    new = sorted(_records() - before)
+    tmp = folder / "records.tar.tmp"
+    with tarfile.open(tmp, "w") as tar:
+        for path in new:
+            tar.add(path, arcname=f"results/{path.relative_to(runs.results_dir())}")
+    tmp.replace(folder / "records.tar")
+    return len(new)
+
+
+def run(jobs: list[dict], workers: int, launch_until: float, pack: Path | None) -> None:
+    os.environ["OMP_NUM_THREADS"] = "1"  # the spawned workers inherit it: one thread each
+    before, start = _records(), time.time()
+    queue, done = mp.get_context("spawn").Queue(), mp.get_context("spawn").Queue()
+    for job in [*jobs, *[None] * workers]:
+        queue.put(job)
+    procs = [mp.get_context("spawn").Process(target=_worker, args=(queue, done, start + launch_until))
+             for _ in range(workers)]
+    for proc in procs:
+        proc.start()
+    finished = 0
+    while finished < workers:
+        message = done.get()
+        if message is None:
+            finished += 1
+            continue
+        packed = f" | {_pack(before, pack)} new records packed" if pack else ""
+        print(f"[{time.time() - start:5.0f}s] {message}{packed}", flush=True)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("plan")
+    p.add_argument("--out")
+    r = sub.add_parser("run")
+    r.add_argument("--workers", type=int, default=2)
+    r.add_argument("--jobs", help="a plan written earlier (default: plan now)")
+    r.add_argument("--launch-until", type=float, default=float("inf"))
+    r.add_argument("--pack", type=Path)
+    args = parser.parse_args()
+    if args.command == "plan":
+        todo = plan()
+        if args.out:
+            Path(args.out).write_text(json.dumps(todo, indent=0))
+        else:
+            print(json.dumps(todo, indent=0))
+        print(f"{len(todo)} missing runs", file=sys.stderr)
+    else:
+        run(json.loads(Path(args.jobs).read_text()) if args.jobs else plan(), args.workers, args.launch_until, args.pack)
