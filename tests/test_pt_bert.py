@@ -2,6 +2,7 @@
 tokens, the momentum update, the queue, the augmentations and the bad inputs."""
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -233,3 +234,30 @@ def test_mean_curve_gap_is_per_seed_the_mean_of_the_curve_differences():
     worse = [{"seed": s, "dev_curve": [{"step": 10, "uniformity": -1.0 + s}, {"step": 20, "uniformity": -2.0 + s}]} for s in (1, 2)]
     better = [{"seed": s, "dev_curve": [{"step": 10, "uniformity": -1.5 + s}, {"step": 20, "uniformity": -3.0 + s}]} for s in (2, 1)]
     assert mean_curve_gap(better, worse, "uniformity").tolist() == [0.75, 0.75]
+
+
+def test_length_control_matches_each_long_gap_pair_to_the_nearest_gold_short_gap_pair():
+    from sre_repro.data.sts import StsPairs
+    from sre_repro.evaluate.hard_subset import matched_on_gold
+    one, seven = "a", "a b c d e f g h"  # gaps: 0 between equals, 7 between these two
+    pairs = StsPairs([one, seven, one, one, seven, one], [seven, seven, one, seven, one, one],
+                     np.array([3.0, 2.9, 3.2, 1.0, 4.0, 3.05]))
+    # long-gap pairs 0 (3.0), 3 (1.0), 4 (4.0); short-gap 1 (2.9), 2 (3.2), 5 (3.05); in order of gold: 3, 0, 4
+    # 3 finds nothing within 0.25; 0 takes 5 (0.05 away); 4 finds nothing (the nearest left, 2, is 0.8 away)
+    assert matched_on_gold(pairs) == [(0, 5)]
+    assert matched_on_gold(pairs, tolerance=1.0) == [(0, 5), (4, 2)]  # 3: 1.9 away from 2.9; 4 takes 2 (0.8)
+    ties = StsPairs([seven, one, one], [one, one, one], np.array([3.0, 2.8, 3.2]))
+    assert matched_on_gold(ties) == [(0, 1)]  # equally near: the earlier pair
+
+
+def test_an_encoder_that_reads_length_shows_in_the_control_and_a_blind_one_does_not():
+    from sre_repro.evaluate.hard_subset import YEARS, evaluate_length_control
+
+    def by_length(sentences):  # the sentence's length in words, nothing else
+        return np.array([[1.0, len(s.split()) / 10] for s in sentences])
+
+    def blind(sentences):  # a fixed random vector per sentence, whatever its length
+        return np.array([np.random.default_rng(abs(hash(s)) % 2**32).normal(size=8) for s in sentences])
+    reads = evaluate_length_control(by_length)
+    assert all(reads["years"][y]["n"] > 10 and reads["years"][y]["lift"] > 0.5 for y in YEARS)
+    assert abs(evaluate_length_control(blind)["avg"]["lift"]) < 0.2

@@ -53,3 +53,65 @@ def evaluate_hard_subset(encode, data_dir=None, max_pairs: int = 0, **thresholds
     scores["avg"] = float(np.mean([scores[y] for y in YEARS]))
     return {"scores": scores, "n_positive": {y: p for y, (_, p, _) in subsets.items()},
             "n_negative": {y: n for y, (_, _, n) in subsets.items()}}
+
+
+# ----- the length control: gold held fixed, the length gap varied -------------------------------------------------
+# The hard subset mixes length with difficulty: its positives are long, lopsided pairs and its negatives short ones.
+# The control pairs, inside each source subset of a year, every pair whose sentences differ by more than LONG_GAP
+# words with an unused pair differing by fewer than SHORT_GAP words and of (nearly) the same gold score. An encoder
+# that reads length gives the long-gap member the lower cosine; one that reads meaning does not care. It holds gold
+# and source fixed, not the sentences' own lengths (a long-gap pair tends to have one long sentence).
+LONG_GAP, SHORT_GAP, GOLD_TOLERANCE = 5, 2, 0.25
+
+
+def matched_on_gold(pairs: StsPairs, long_gap: int = LONG_GAP, short_gap: int = SHORT_GAP,
+                    tolerance: float = GOLD_TOLERANCE) -> list[tuple[int, int]]:
+    """(long, short) indices into `pairs`: each pair whose lengths differ by more than `long_gap` words (in order
+    of gold, then position) takes the unused pair differing by fewer than `short_gap` words whose gold lies
+    nearest, if within `tolerance` (ties: the earlier pair). Each short pair serves once."""
+    gaps = np.array([length_gap(a, b) for a, b in zip(pairs.sent1, pairs.sent2)])
+    longs = np.flatnonzero(gaps > long_gap)
+    shorts = list(np.flatnonzero(gaps < short_gap))
+    matched = []
+    for i in longs[np.argsort(pairs.gold[longs], kind="stable")]:
+        if not shorts:
+            break
+        distance = np.abs(pairs.gold[shorts] - pairs.gold[i])
+        nearest = int(np.argmin(distance))  # the first of equally near ones
+        if distance[nearest] <= tolerance:
+            matched.append((int(i), int(shorts.pop(nearest))))
+    return matched
+
+
+def length_control_pairs(data_dir=None, max_pairs: int = 0) -> dict[str, tuple[StsPairs, StsPairs]]:
+    """Per year, (long-gap pairs, their gold-matched short-gap partners), matched within each source subset and
+    concatenated (`max_pairs`: at most that many evenly spaced matches per year)."""
+    out = {}
+    for year in YEARS:
+        longs, shorts = [], []
+        for subset in load_task(year, data_dir).values():
+            for i, j in matched_on_gold(subset):
+                longs.append((subset.sent1[i], subset.sent2[i], subset.gold[i]))
+                shorts.append((subset.sent1[j], subset.sent2[j], subset.gold[j]))
+        keep = np.linspace(0, len(longs) - 1, max_pairs).round().astype(int) if 0 < max_pairs < len(longs) else range(len(longs))
+        out[year] = tuple(StsPairs([side[k][0] for k in keep], [side[k][1] for k in keep],
+                                   np.array([side[k][2] for k in keep], dtype=float)) for side in (longs, shorts))
+    return out
+
+
+def evaluate_length_control(encode, data_dir=None, max_pairs: int = 0) -> dict:
+    """Per year and averaged: the Spearman (x 100) of the long-gap pairs and of their short-gap partners, the mean
+    cosine of short minus long ("gap", > 0 when the longer gap scores lower at equal gold), and the "lift": the
+    gap over the standard deviation of all those cosines (what share of the encoder's own spread length moves)."""
+    control = length_control_pairs(data_dir, max_pairs)
+    embedded = encode_pairs(encode, [side for sides in control.values() for side in sides])
+    years = {}
+    for n, (year, (longs, shorts)) in enumerate(control.items()):
+        (l1, l2), (s1, s2) = embedded[2 * n], embedded[2 * n + 1]
+        cos_long, cos_short = cosine(l1, l2), cosine(s1, s2)
+        spread = float(np.concatenate([cos_long, cos_short]).std())
+        gap = float(np.mean(cos_short - cos_long))
+        years[year] = {"n": len(longs), "long": spearman100(cos_long, longs.gold), "short": spearman100(cos_short, shorts.gold),
+                       "gap": gap, "lift": gap / spread if spread > 0 else 0.0}
+    average = {key: float(np.mean([y[key] for y in years.values()])) for key in ("long", "short", "gap", "lift")}
+    return {"years": years, "avg": average}
