@@ -13,7 +13,7 @@ LAYERS = [
     ["methods"],
     ["config", "runs"],
     ["train"],
-    ["evaluate.cached", "fingerprints", "export", "bench", "report", "claims"],
+    ["evaluate.cached", "evaluate.discriminators", "fingerprints", "export", "bench", "report", "claims"],
     ["book", "chapters", "cli", "__main__", "__init__"],
 ]
 

@@ -354,3 +354,26 @@ def test_kept_point_is_the_best_steps_evaluation_else_the_last():
     curve = [{"step": 10, "isf_changed": 0.1}, {"step": 20, "isf_changed": 0.2}, {"step": 30, "isf_changed": 0.3}]
     assert chapter.kept_point({"dev_curve": curve, "metrics": {"best_step": 20}}) is curve[1]
     assert chapter.kept_point({"dev_curve": curve, "metrics": {"best_step": 0}}) is curve[-1]
+
+
+def test_separation_reads_auc_and_balanced_accuracy_not_the_base_rate():
+    from sre_repro.evaluate.discriminators import separation
+    # positives score 0.9 and 0.4, negatives 0.2 and 0.6: 3 of the 4 (positive, negative) pairs ordered right
+    hand = separation([0.9, 0.2, 0.6, 0.4], [1, 0, 0, 1])
+    assert (hand["auc"], hand["balanced_accuracy"], hand["majority"], hand["n"]) == (0.75, 0.5, 0.5, 4)
+    # always "HIGH" at a 93/7 base rate: 93 % accurate, yet no separation at all
+    constant = separation([0.1] * 13 + [0.1], [0] * 13 + [1])
+    assert (constant["auc"], constant["balanced_accuracy"]) == (0.5, 0.5) and constant["majority"] == pytest.approx(13 / 14)
+
+
+def test_discriminators_are_read_on_word_tokens_and_on_changed_copies(data_dir):
+    from sre_repro.evaluate.discriminators import MASK_SEED, discriminator_separation
+    method = build(data_dir=data_dir)
+    result = discriminator_separation(method, SENTENCES)
+    batch = method.encoder.tokenize(SENTENCES, method.cfg["max_len"])
+    ids, mask = batch["input_ids"], batch["attention_mask"]
+    assert result["similarity"]["n"] == int((mask.bool() & ~method.special[ids]).sum())  # Eq. 4's positions
+    masked = isf_mask(ids, mask, method.labels, method.special, method.cfg["isf_mask"], method.isf_rate,
+                      method.encoder.tokenizer.mask_token_id, torch.Generator().manual_seed(MASK_SEED))
+    assert result["information"]["n"] == 2 * int((masked != ids).any(1).sum())  # each changed sentence and its copy
+    assert 0.0 <= result["similarity"]["auc"] <= 1.0 and result["similarity"]["majority"] >= 0.5

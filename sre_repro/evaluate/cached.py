@@ -5,7 +5,8 @@ computes it when missing and saves it (`cached`); each kind's computation is a f
 Kinds: "eval" (STS and geometry of a model as it is: the "without training" rows), "transfer" (SentEval's
 transfer tasks), "hard_subset" (PT-BERT's hard-length subset), "frequency" (SLT-FAI's frequency analyses of a
 model as it is), "retrieval" (QQP), "poolers" (the STS of a run's kept weights under other poolers),
-"reconstruction" (SARCSE's reconstruction loss of a run's kept weights beside its trivial baseline). A config
+"reconstruction" (SARCSE's reconstruction loss of a run's kept weights beside its trivial baseline),
+"discriminators" (how well SLT-FAI's kept discriminators separate their classes on held-out sentences). A config
 with a "run" key (a resolved training config) evaluates that run's kept weights (trained once where this
 machine lacks them: train.kept_checkpoint).
 """
@@ -16,10 +17,11 @@ import time
 import numpy as np
 
 from .. import runs
-from ..data.corpora import unlabeled_sts
+from ..data.corpora import snli_triplets, unlabeled_sts
 from ..data.sts import load_split
 from ..encoder import load_encoder
 from ..train import trained_method
+from .discriminators import discriminator_separation
 from .frequency import frequency_analysis
 from .hard_subset import evaluate_hard_subset
 from .model import eval_config, evaluate_final, stsb_dev_score
@@ -92,8 +94,18 @@ def _reconstruction(cfg: dict, data_dir=None) -> dict:
     return {"reconstruction": method.reconstruction_against_constant(sentences)}
 
 
+def _discriminators(cfg: dict, data_dir=None) -> dict:
+    """SLT-FAI's discriminators on held-out sentences (evaluate/discriminators.py): SNLI premises that are not
+    among the run's own training sentences (neither the wiki sample nor the STS sentences train on SNLI)."""
+    method = trained_method(cfg["run"], data_dir=data_dir)
+    seen = set(method.corpus(data_dir))
+    sentences = [p for p in dict.fromkeys(p for p, _, _ in snli_triplets(data_dir)) if p not in seen]
+    return discriminator_separation(method, sentences[:cfg["max_sentences"] or None])
+
+
 COMPUTE = {"eval": _eval, "transfer": _transfer, "hard_subset": _hard_subset, "frequency": _frequency,
-           "retrieval": _retrieval, "poolers": _poolers, "reconstruction": _reconstruction}
+           "retrieval": _retrieval, "poolers": _poolers, "reconstruction": _reconstruction,
+           "discriminators": _discriminators}
 assert set(COMPUTE) == set(runs.EVALUATION_SIZE_KNOBS)
 
 
