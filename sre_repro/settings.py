@@ -91,7 +91,7 @@ CPU_RECIPES = {
         "simcse_mlm": {**_CONVERGED, **_EVERY_5, "lr": 1e-4}, "ifm": {**_CONVERGED, **_EVERY_5, "lr": 3e-5},
         "byop": {**_CONVERGED, **_EVERY_5, "lr": 1e-4}, "consert": {**_CONVERGED, "lr": 3e-5}, "rankcse": {**_CONVERGED, "lr": 3e-5},
         "sarcse": {**_CONVERGED, **_EVERY_5, "lr": 3e-4, "head_lr": 1e-3},
-        "pt_bert": {**_CONVERGED, "lr": 3e-5, "head_lr": 1e-4},
+        "pt_bert": {**_CONVERGED, **_EVERY_5, "lr": 3e-5, "head_lr": 1e-4},
         # the discriminators' warm-up keeps its share of the run (5 %, ConSERT's 0.5 of 10 epochs)
         "slt_fai": {**_CONVERGED, "lr": 3e-5, "head_lr": 1e-3, "aux_warmup_steps": 30},
         "paser": {**_CONVERGED, "lr": 3e-4, "head_lr": 1e-3}},
