@@ -23,9 +23,10 @@ HEADLINE_SEEDS = 5  # the fewest seed-matched seeds a paper's headline claim res
 class Claim:
     id: str                       # stable key: notebooks glue by it, the board lists by it
     text: str                     # the claim as the paper states it
-    type: str                     # superiority | equivalence | non-inferiority | geometry (protocol.CLAIM_TYPES)
+    type: str                     # superiority | equivalence | non-inferiority | geometry | variance (protocol.CLAIM_TYPES)
     runs: str                     # what is compared, e.g. "SARCSE - SimCSE, average STS, seed-matched"
-    paper_effect: float | None    # the paper's method minus its baseline, from its table (None: it reports none)
+    paper_effect: float | None    # the paper's method minus its baseline, from its table (None: it reports none);
+                                  # a variance claim: the ratio of their standard deviations over seeds
     components: tuple[str, ...] = ()  # the mechanisms the claim is about (each must engage for a verdict)
     margin: float | None = None   # points: equivalence and non-inferiority claims test against it
     headline: bool = False        # the paper's main claim: at least HEADLINE_SEEDS seeds
@@ -93,9 +94,10 @@ def left_the_plm(runs_: list[dict], plm_dev: float | None) -> str | None:
 
 def judge(claim: Claim, differences, runs_: list[dict] = (), engagement: dict | None = None,
           rule: tuple[int, float] | None = None, plm_value: float | None = None, tested: list[dict] = (),
-          plm_dev: float | None = None) -> dict:
+          plm_dev: float | None = None, baseline_values=()) -> dict:
     """The verdict row of `claim` from its seed-matched `differences` (method minus baseline, one per seed; for a
-    geometry claim the method's values), the runs they rest on (both sides), each component's engagement
+    geometry claim the method's values; for a variance claim the method's values, its baseline's in
+    `baseline_values`), the runs they rest on (both sides), each component's engagement
     ({component: (engaged, why)}, protocol.engaged) and the untrained PLM's value (a geometry claim's reference;
     beside any other claim about a quantity the PLM has too). With
     the `tested` encoder's runs and the untrained PLM's STS-B dev (same pooler), a verdict on an encoder that
@@ -108,13 +110,20 @@ def judge(claim: Claim, differences, runs_: list[dict] = (), engagement: dict | 
            "detectable": None, "seeds for the paper's effect": None, "n seeds": len(values),
            "seeds": ", ".join(map(str, seeds)), "headline": claim.headline}
     sd = float(values.std(ddof=1)) if len(values) > 1 else float("nan")
-    if claim.type != "geometry" and len(values) > 1:
+    if claim.type == "variance":  # the ratio of standard deviations, and the largest ratio these seeds detect
+        base = np.asarray(baseline_values, dtype=float)
+        row["ours"] = round(float(sd / base.std(ddof=1)), 2) if len(values) > 1 and len(base) > 1 else None
+        detectable = protocol.detectable_sd_ratio(len(base), len(values))
+        row["detectable"] = None if math.isnan(detectable) else round(detectable, 2)
+        row["seeds for the paper's effect"] = (None if claim.paper_effect is None else next(
+            (str(n) for n in range(2, 11) if protocol.detectable_sd_ratio(n, n) > claim.paper_effect), "more than 10"))
+    elif claim.type != "geometry" and len(values) > 1:
         detectable = protocol.detectable_effect(sd, len(values))
         row["detectable"] = None if math.isnan(detectable) else round(detectable, 2)
         row["seeds for the paper's effect"] = seeds_for(sd, claim.paper_effect)
     if plm_value is not None:  # beside any claim about a quantity the untrained PLM has too (geometry, spread)
         row["untrained PLM"] = round(float(plm_value), 3)
-    row["verdict"] = _word(claim, values, runs_, engagement or {}, rule, plm_value, row)
+    row["verdict"] = _word(claim, values, runs_, engagement or {}, rule, plm_value, row, baseline_values)
     if note := left_the_plm(list(tested), plm_dev):
         row["verdict"] += f"; {note}"
     return row
@@ -129,10 +138,13 @@ def seeds_for(sd: float, paper_effect: float | None) -> str | None:
     return "more than 10" if needed is None else str(needed)
 
 
-def _word(claim, values, runs_, engagement, rule, plm_value, row) -> str:
+def _word(claim, values, runs_, engagement, rule, plm_value, row, baseline_values) -> str:
     result = None
     if claim.type == "geometry":
         result = protocol.geometry_verdict(values, plm_value, claim.lower_is_better)
+    elif claim.type == "variance":
+        result = protocol.variance_verdict(baseline_values, values)
+        result = None if result["verdict"].startswith("one seed") else result
     elif len(values) > 1:  # the interval is shown whatever the verdict
         result = protocol.claim_verdict(values, claim.type, claim.margin)
         # superiority: the two-sided 95 % interval; equivalence: the 90 % one (TOST); non-inferiority: one-sided 95 %
@@ -156,6 +168,9 @@ def _word(claim, values, runs_, engagement, rule, plm_value, row) -> str:
     if claim.headline and len(values) < HEADLINE_SEEDS:
         return f"not tested: a headline claim rests on at least {HEADLINE_SEEDS} seeds, this on {len(values)}"
     word = result["verdict"]
-    if word == "not shown" and protocol.power_word(claim.paper_effect, row["detectable"] or math.nan):
+    if word == "not shown" and claim.type == "variance":  # a ratio: the paper's is further from 1 than detectable
+        word = "underpowered" if claim.paper_effect is not None and row["detectable"] is not None and \
+            claim.paper_effect > row["detectable"] else word
+    elif word == "not shown" and protocol.power_word(claim.paper_effect, row["detectable"] or math.nan):
         word = "underpowered"
     return word

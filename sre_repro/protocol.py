@@ -17,11 +17,14 @@ or perturbation changes the loss of the same batch by at least `PERTURBATION_SHA
 Claims. superiority: the 95 % interval of the seed-matched mean difference lies above 0. equivalence ("parity",
 "barely matters"): two one-sided t-tests against +-margin, each at 5 % (the 90 % interval inside the margin).
 non-inferiority ("does not hurt"): the one-sided 95 % lower bound lies above -margin. geometry: a value beside the
-untrained PLM's, "the PLM's own" when within the seed spread of it.
+untrained PLM's, "the PLM's own" when within the seed spread of it. variance ("seeds vary less"): the one-sided
+F-test that the method's variance over seeds lies below its baseline's, at 5 %; its effect is the ratio of their
+standard deviations (method / baseline).
 
 Power. The smallest mean difference a paired test of n seeds detects with 80 % power at two-sided 5 %, from the
 observed spread: the d for which the noncentral t with n - 1 degrees of freedom and noncentrality d sqrt(n) / sd
 exceeds the critical value with probability 0.8. A verdict whose paper effect is below it reads "underpowered".
+For a variance claim, the largest ratio of standard deviations the F-test detects with 80 % power.
 """
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ DEV_TOLERANCE = 0.25      # STS-B dev points: a smaller gain of a run's best is 
 CHANCE_MARGIN = 0.1       # balanced accuracy above 0.5 + this: the classifier reads its task
 LOSS_FALL = 0.10          # a reconstruction-type term must fall by this share of its first value
 PERTURBATION_SHARE = 0.01  # a margin must change the same batch's loss by this share
-CLAIM_TYPES = ("superiority", "equivalence", "non-inferiority", "geometry")
+CLAIM_TYPES = ("superiority", "equivalence", "non-inferiority", "geometry", "variance")
 
 
 # ----- convergence --------------------------------------------------------------------------------------------
@@ -168,6 +171,19 @@ def geometry_verdict(method_values, plm_value: float, lower_is_better: bool = Tr
     return {"mean": mean, "sd": sd, "untrained PLM": plm_value, "verdict": word}
 
 
+def variance_verdict(base_values, method_values, level: float = 0.05) -> dict:
+    """A "varies less over seeds" claim: the one-sided F-test that the method's variance over seeds lies below its
+    baseline's ("holds" at p < level, "reversed" when the opposite one-sided test passes), with the ratio of their
+    standard deviations (method / baseline). Fewer than two seeds on a side: no verdict."""
+    base, method = np.asarray(base_values, dtype=float), np.asarray(method_values, dtype=float)
+    if min(len(base), len(method)) < 2:
+        return {"ratio": float("nan"), "verdict": "one seed: difference shown, no verdict"}
+    f = method.var(ddof=1) / base.var(ddof=1) if base.var(ddof=1) > 0 else math.inf
+    p = float(stats.f.cdf(f, len(method) - 1, len(base) - 1))
+    word = "holds" if p < level else "reversed" if p > 1 - level else "not shown"
+    return {"ratio": math.sqrt(f), "p": p, "verdict": word}
+
+
 # ----- power --------------------------------------------------------------------------------------------------
 
 def detectable_effect(sd: float, n: int, power: float = 0.8, level: float = 0.05) -> float:
@@ -195,3 +211,13 @@ def power_word(paper_effect: float | None, detectable: float) -> str | None:
 def seeds_needed(sd: float, effect: float, power: float = 0.8, level: float = 0.05, most: int = 10) -> int | None:
     """The fewest seeds (2..most) whose detectable effect is below `effect`; None when `most` are not enough."""
     return next((n for n in range(2, most + 1) if detectable_effect(sd, n, power, level) < abs(effect)), None)
+
+
+def detectable_sd_ratio(n_base: int, n_method: int, power: float = 0.8, level: float = 0.05) -> float:
+    """The largest ratio of standard deviations (method / baseline, below 1) that the one-sided F-test of
+    variance_verdict detects with probability `power`: under a true ratio r the statistic is r^2 F(n_method - 1,
+    n_base - 1), so the power is F.cdf(c / r^2) with c the test's critical value (nan below two seeds a side)."""
+    if min(n_base, n_method) < 2:
+        return float("nan")
+    df = (n_method - 1, n_base - 1)
+    return math.sqrt(stats.f.ppf(level, *df) / stats.f.ppf(power, *df))

@@ -138,22 +138,6 @@ def verdict(differences, claim: str, confidence: float = 0.95, negligible: float
             "detectable": None if np.isnan(detectable) else round(detectable, 2), "verdict": word}
 
 
-def variance_verdict(base, variant, claim: str, level: float = 0.05) -> dict:
-    """One-sided F-test that `variant`'s seed variance is below `base`'s (the claim holds when p < level).
-    With three seeds per side the test detects only very large ratios; the verdict says so when it fails."""
-    base, variant = np.asarray(base, dtype=float), np.asarray(variant, dtype=float)
-    if min(len(base), len(variant)) < 2:
-        return {"claim": claim, "std (base)": float("nan"), "std (variant)": float("nan"), "p": float("nan"),
-                "verdict": "not tested (one seed)"}
-    ratio = variant.var(ddof=1) / base.var(ddof=1) if base.var(ddof=1) > 0 else float("inf")
-    p = float(stats.f.cdf(ratio, len(variant) - 1, len(base) - 1))
-    word = stale_word() if runs.SERVED_STALE else ("holds at this scale" if p < level else
-            "reversed at this scale" if p > 1 - level else
-            f"not shown at this scale (F-test p = {p:.2f}; {len(base)} vs {len(variant)} seeds)")
-    return {"claim": claim, "std (base)": round(float(base.std(ddof=1)), 2),
-            "std (variant)": round(float(variant.std(ddof=1)), 2), "p": round(p, 3), "verdict": word}
-
-
 def poolers(cfg: dict) -> tuple[str, str]:
     """The sentence embedding a run trains with and the one it is tested with."""
     if cfg.get("method") == "sarcse" and cfg.get("embedding", "z") == "z":
@@ -334,7 +318,7 @@ def cosine_spread(groups: dict[str, list[dict]], gold) -> pd.DataFrame:
     """Variance of the predicted STS-B test cosine within each gold-score group (SARCSE's Appendix D), divided
     by the variance of all the run's cosines, one row per run (a model whose cosines all crowd together has
     small within-group variances for that reason alone; the ratio asks how much of its spread lies within
-    groups). The last column is that total variance."""
+    groups). The last column is that total variance. A record without a seed (the untrained PLM) is named alone."""
     gold = np.asarray(gold)
     out = {}
     for name, group in groups.items():
@@ -342,5 +326,5 @@ def cosine_spread(groups: dict[str, list[dict]], gold) -> pd.DataFrame:
             cos = np.asarray(run["metrics"]["stsb_test_cosine"])
             total = float(cos.var())
             row = {f"{lo}-{hi}": float(cos[gold_level(gold, lo, hi)].var()) / total for lo, hi in GOLD_GROUPS}
-            out[f"{name} (seed {run['seed']})"] = {**row, "total variance": total}
+            out[f"{name} (seed {run['seed']})" if "seed" in run else name] = {**row, "total variance": total}
     return pd.DataFrame(out).T

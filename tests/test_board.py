@@ -14,27 +14,26 @@ from sre_repro.chapters import simcse as simcse_chapter
 
 def test_board_lists_the_rows_a_chapter_wrote_and_marks_the_rest_not_yet_run():
     rows = [report.paper_effect(report.verdict([1.0, 2.0, 3.0], "A & B beat C"), np.float64(1.52), [42, 43, 44]),
-            report.variance_verdict([1.0, 2.0, 4.0], [1.0, 1.1, 1.2], "B has a lower seed variance")]
-    report.save_verdicts("byop", "smoke", rows[:1], rows[1:])
+            {"claim": "B has a lower seed variance", "type": "variance", "ours": 0.07, "verdict": "holds"}]
+    report.save_verdicts("paser", "smoke", rows[:1], rows[1:])
     frame = board.board("smoke")
-    byop = frame[frame["chapter"] == "byop"]
-    assert list(byop["claim"]) == ["A & B beat C", "B has a lower seed variance"]
-    first = byop.iloc[0]
+    paser = frame[frame["chapter"] == "paser"]
+    assert list(paser["claim"]) == ["A & B beat C", "B has a lower seed variance"]
+    first = paser.iloc[0]
     assert (first["paper effect"], first["ours"], first["interval"]) == (1.52, 2.0, "[-0.48, 4.48]")
     assert first["seeds"] == "42, 43, 44" and first["scale"] == "smoke"
-    assert byop.iloc[1]["interval"] != byop.iloc[1]["interval"]  # NaN ("–" on the page): a variance verdict has no interval: shown "–", never "[nan, nan]"
-    # (BYOP declares no claims yet: its rows are exactly what it wrote)
+    assert paser.iloc[1]["interval"] != paser.iloc[1]["interval"]  # NaN ("–" on the page): a variance verdict has no interval: shown "–", never "[nan, nan]"
     # a chapter with declared claims lists each of them, not yet run; an undeclared one gets one row
     simcse = frame[frame["chapter"] == "01_simcse"]
     assert list(simcse["claim"]) == [c.text for c in simcse_chapter.CLAIMS.values()]
     assert set(simcse["verdict"]) == {board.NOT_YET_RUN} and simcse["headline"].sum() == 1
-    undeclared = [c for c in board.CHAPTERS if c != "byop" and not board.declared(c)]
+    undeclared = [c for c in board.CHAPTERS if c != "paser" and not board.declared(c)]
     assert all((frame["chapter"] == c).sum() == 1 for c in undeclared)
     counts = board.summary(frame)
     assert counts["claims"] == len(frame) == sum(n for word, n in counts.items() if word != "claims")
     # the F-test holds; [1, 2, 3] spans 0, and three seeds of sd 1 detect only ~4.3 points > the paper's 1.52
     assert counts["holds"] == 1 and counts["underpowered"] == 1
-    assert byop.iloc[0]["detectable"] == pytest.approx(protocol.detectable_effect(1.0, 3), abs=0.005)
+    assert paser.iloc[0]["detectable"] == pytest.approx(protocol.detectable_effect(1.0, 3), abs=0.005)
 
 
 def test_a_declared_claims_row_replaces_its_not_yet_run_line():
@@ -50,18 +49,18 @@ def test_a_declared_claims_row_replaces_its_not_yet_run_line():
 
 
 def test_board_html_links_each_chapter_and_escapes_claims():
-    report.save_verdicts("byop", "smoke", [report.verdict([1.0, 2.0], "A <& B")])
+    report.save_verdicts("paser", "smoke", [report.verdict([1.0, 2.0], "A <& B")])
     page = board.as_html(board.board("smoke"))
-    assert '<a href="byop.html#verdicts-at-this-scale">BYOP</a>' in page and "A &lt;&amp; B" in page
-    assert '<a href="paser.html#verdicts-at-this-scale">PaSeR</a>' in page and "nan" not in page
+    assert '<a href="paser.html#verdicts-at-this-scale">PaSeR</a>' in page and "A &lt;&amp; B" in page
+    assert '<a href="byop.html#verdicts-at-this-scale">BYOP</a>' in page and "nan" not in page
 
 
 def test_effects_parse_our_interval_and_keep_rows_with_a_difference():
     assert board.interval_ends("[-0.48, 4.48]") == (-0.48, 4.48)
     assert all(np.isnan(board.interval_ends(v)).all() for v in (None, float("nan"), "–", "[0.10, ∞)"))
-    report.save_verdicts("byop", "smoke", [report.paper_effect(report.verdict([1.0, 2.0, 3.0], "A"), 1.5, [1, 2, 3]),
+    report.save_verdicts("paser", "smoke", [report.paper_effect(report.verdict([1.0, 2.0, 3.0], "A"), 1.5, [1, 2, 3]),
                                              report.paper_effect(report.verdict([1.0], "C"), 1.0, [1]),
-                                             report.variance_verdict([1.0, 2.0, 4.0], [1.0, 1.1, 1.2], "B")])
+                                             {"claim": "B", "type": "variance", "ours": 0.07, "verdict": "holds"}])
     effects = board.effects(board.board("smoke")).set_index("label")
     assert tuple(effects.loc["A", ["ours", "low", "high", "paper effect"]]) == (2.0, -0.48, 4.48, 1.5)
     assert effects.loc["A", "tested"] and not effects.loc["C", "tested"]  # one seed: drawn hollow, no bar

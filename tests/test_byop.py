@@ -137,42 +137,10 @@ def test_ifm_tracks_training_view_geometry_without_touching_the_training_randomn
     assert {"stsb_dev", "alignment", "train_alignment", "train_uniformity"} <= set(ifm.dev_metrics())
 
 
-def test_curve_gap_is_the_largest_dev_difference_at_shared_steps():
-    from sre_repro.chapters.byop import curve_gap
-    simcse = {"dev_curve": [{"step": 20, "stsb_dev": 60.0}, {"step": 40, "stsb_dev": 61.0}, {"step": 60, "stsb_dev": 62.0}]}
-    byop = {"dev_curve": [{"step": 20, "stsb_dev": 60.5}, {"step": 40, "stsb_dev": 59.8}, {"step": 80, "stsb_dev": 10.0}]}
-    assert curve_gap(byop, simcse) == pytest.approx(1.2)  # step 40; step 80 has no SimCSE point to compare
-    with pytest.raises(ValueError, match="share no evaluation step"):
-        curve_gap({"dev_curve": [{"step": 5, "stsb_dev": 1.0}]}, simcse)
-
-
-def test_a_margin_that_barely_acted_gets_no_verdict():
-    from sre_repro.chapters.byop import ACTED_DEV_GAP, perturbation_verdict
-    simcse = [{"seed": s, "dev_curve": [{"step": 20, "stsb_dev": 60.0 + s}]} for s in (42, 43)]
-    close = [{"seed": 43, "dev_curve": [{"step": 20, "stsb_dev": 103.0 + ACTED_DEV_GAP / 2}]},
-             {"seed": 42, "dev_curve": [{"step": 20, "stsb_dev": 102.0}]}]  # matched by seed, not by order
-    claim = {"claim": "BYOP improves SimCSE", "verdict": "holds at this scale"}
-    assert perturbation_verdict(claim, close, simcse)["verdict"].startswith("not tested at this budget")
-    far = [close[0], {"seed": 42, "dev_curve": [{"step": 20, "stsb_dev": 102.0 + 2 * ACTED_DEV_GAP}]}]
-    assert perturbation_verdict(claim, far, simcse)["verdict"] == "holds at this scale"
-
-
 def test_paper_gains_are_differences_of_the_papers_averages():
     from sre_repro.chapters.byop import paper_gains
     gains = paper_gains("BERT-base")
     assert gains["SimCSE +BYOPD"] == pytest.approx(77.45 - 76.95) and gains["SimCSE +IFM"] == pytest.approx(77.39 - 76.95)
-
-
-def test_margin_claim_matches_seeds_and_puts_the_papers_effect_beside():
-    from sre_repro.chapters.byop import ACTED_DEV_GAP, margin_claim
-
-    def run(seed, avg, dev):
-        return {"seed": seed, "metrics": {"sts": {"avg": avg}}, "dev_curve": [{"step": 20, "stsb_dev": dev}]}
-    without = [run(42, 50.0, 60.0), run(43, 52.0, 60.0)]
-    with_margin = [run(43, 53.0, 60.0 + 2 * ACTED_DEV_GAP), run(42, 50.5, 60.0)]  # out of order: matched by seed
-    row = margin_claim("BYOP helps", with_margin, without, 0.4)
-    assert row["mean difference"] == 0.75 and row["paper effect"] == 0.4 and row["seeds"] == "43, 42"
-    assert not row["verdict"].startswith("not tested")  # seed 43's curve moved by 2 gaps: the margin acted
 
 
 def test_a_margin_engages_when_it_changes_the_first_batchs_loss_by_one_percent():
@@ -188,3 +156,41 @@ def test_a_margin_engages_when_it_changes_the_first_batchs_loss_by_one_percent()
     assert not ok and why.startswith("seed 42: changes the batch's loss by 0.50%")
     with pytest.raises(SreError, match="same seed"):
         perturbation_share(single[0], simcse[0])
+
+
+def test_margin_table_reads_each_seed_against_the_same_seeds_run_without_the_margin():
+    from sre_repro.chapters.byop import margin_table
+    simcse = [{"seed": 42, "training": {"loss_first": 2.00}}, {"seed": 43, "training": {"loss_first": 1.80}}]
+    byop = [{"seed": 43, "training": {"loss_first": 1.79, "terms": {}}}, {"seed": 42, "training": {"loss_first": 1.90}}]
+    table = margin_table({"BYOP": (byop, simcse)})
+    assert table.loc[("BYOP", 42), "change"] == "5.00%" and table.loc[("BYOP", 42), "engaged"] == "yes"
+    assert table.loc[("BYOP", 43), "change"] == "0.56%" and table.loc[("BYOP", 43), "engaged"] == "no"
+    assert table.loc[("BYOP", 43), "loss without the margin"] == 1.80
+
+
+def test_axis_reading_sets_each_reading_against_simcse_seed_by_seed():
+    from scipy import stats
+
+    from sre_repro.chapters.byop import axis_reading
+
+    def run(seed, avg):
+        return {"seed": seed, "metrics": {"sts": {"avg": avg}}}
+    simcse = [run(42, 50.0), run(43, 52.0), run(44, 51.0), run(45, 60.0)]  # seed 45: no BYOPD run, left out
+    anchor = [run(42, 50.5), run(43, 52.5), run(44, 52.0)]
+    column = [run(44, 50.0), run(42, 50.0), run(43, 53.0)]
+    table = axis_reading({"anchor": anchor, "column": column}, simcse)
+    assert list(table.columns[:3]) == ["seed 42", "seed 43", "seed 44"] and table.loc["SimCSE", "minus SimCSE"] == "–"
+    d = [0.5, 0.5, 1.0]
+    half = stats.t.ppf(0.975, 2) * stats.tstd(d) / 3 ** 0.5
+    assert table.loc["anchor", "minus SimCSE"] == round(sum(d) / 3, 2)
+    assert table.loc["anchor", "95% interval"] == f"[{sum(d) / 3 - half:.2f}, {sum(d) / 3 + half:.2f}]"
+    assert table.loc["column", "minus SimCSE"] == 0.0
+
+
+def test_the_chapter_declares_its_claims_with_the_papers_effects():
+    from sre_repro.chapters.byop import CLAIMS, MARGIN
+    assert [c.id for c in CLAIMS.values() if c.headline] == ["byopd_beats_simcse", "ifm_beats_simcse"]
+    assert CLAIMS["byopd_beats_simcse"].paper_effect == pytest.approx(77.45 - 76.95)
+    assert CLAIMS["rankcse_byopd_helps"].paper_effect == pytest.approx(80.51 - 80.11)
+    assert CLAIMS["byopd_varies_less"].type == "variance" and CLAIMS["byopd_varies_less"].paper_effect == pytest.approx(0.62 / 0.71)
+    assert all(c.components == (MARGIN,) for c in CLAIMS.values())  # a margin's claims: judged only where it engaged

@@ -116,3 +116,22 @@ def test_a_component_engages_over_a_claim_only_where_it_engaged_at_every_seed():
     assert claims.engaged_in_every(group[:1], check) == (True, "seed 42: fell 30%")
     assert claims.engaged_in_every(group[:1], check, lambda whys: "all: " + whys[0]) == (True, "all: fell 30%")
     assert claims.engaged_in_every([], check) == (False, "no runs to read it from")  # no runs are no evidence
+
+
+def test_a_variance_claim_is_a_one_sided_f_test_with_the_ratio_its_seeds_detect():
+    claim = claims.Claim("v", "B varies less than A", "variance", "std B / std A", 0.5)
+    base, method = [70.0, 75.0, 80.0, 72.0, 78.0], [77.0, 77.1, 76.9, 77.05, 76.95]
+    row = claims.judge(claim, method, [], baseline_values=base)
+    ratio = np.std(method, ddof=1) / np.std(base, ddof=1)
+    assert row["ours"] == round(ratio, 2) and row["verdict"] == "holds" and row["interval"] == "–"
+    assert row["detectable"] == round(protocol.detectable_sd_ratio(5, 5), 2)
+    # at the detectable ratio the test rejects with probability 0.8 (r^2 F < the critical value)
+    r, c = protocol.detectable_sd_ratio(5, 5), stats.f.ppf(0.05, 4, 4)
+    assert stats.f.cdf(c / r ** 2, 4, 4) == pytest.approx(0.8)
+    assert protocol.variance_verdict(base, method)["p"] == pytest.approx(stats.f.cdf(ratio ** 2, 4, 4))
+    assert protocol.variance_verdict(method, base)["verdict"] == "reversed"
+    # alike spreads: five seeds a side detect a ratio of 0.25, not the paper's 0.5 (ten would not either)
+    alike = claims.judge(claim, [1.0, 2.5, 3.0, 2.0, 1.5], [], baseline_values=[1.0, 2.0, 3.0, 2.5, 1.2])
+    assert alike["verdict"] == "underpowered" and alike["seeds for the paper's effect"] == "more than 10"
+    strong = claims.Claim("w", "B varies far less", "variance", "std B / std A", 0.1)
+    assert claims.judge(strong, [1.0, 2.5, 3.0, 2.0, 1.5], [], baseline_values=[1.0, 2.0, 3.0, 2.5, 1.2])["verdict"] == "not shown"

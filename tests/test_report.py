@@ -30,16 +30,6 @@ def test_seed_table_shows_a_spread_only_where_there_are_seeds():
     assert table.loc["one"].iloc[0] == "51.00" and table.loc["one", "seeds"] == "1"
 
 
-def test_variance_verdict_is_a_one_sided_f_test():
-    base, variant = [70.0, 75.0, 80.0], [77.0, 77.1, 76.9]  # variances 25 and 0.01
-    out = report.variance_verdict(base, variant, "lower variance")
-    assert out["p"] == pytest.approx(stats.f.cdf(0.01 / 25, 2, 2), abs=5e-4)
-    assert out["verdict"] == "holds at this scale" and out["std (base)"] == 5.0
-    similar = report.variance_verdict([1.0, 2.0, 3.0], [1.0, 2.5, 3.0], "c")
-    assert similar["verdict"].startswith("not shown") and 0.05 < similar["p"] < 0.95
-    assert report.variance_verdict(variant, base, "c")["verdict"] == "reversed at this scale"
-
-
 def test_transfer_table_lays_out_accuracies_and_their_mean():
     record = {"metrics": {"TREC": {"acc": 80.0, "C": 1.0}, "MRPC": {"acc": 70.0, "n": 1725}, "avg": 75.0}}
     other = {"metrics": {"TREC": {"acc": 90.5}, "MRPC": {"acc": 60.0}, "avg": 75.25}}

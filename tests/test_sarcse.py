@@ -1,5 +1,6 @@
 """SARCSE: the autoencoder's shapes (short sentences included), the weight function, the loss terms against
 a direct computation, gradients into the PLM, and a smoke run."""
+import numpy as np
 import pytest
 import torch
 
@@ -147,3 +148,19 @@ def test_the_reconstruction_engages_only_when_it_fell_and_beats_the_constant_gue
     assert not chapter.reconstruction_engaged(run(0.688, 0.658))[0]  # fell 4.4 % only (seed 43 of the cpu records)
     held_out["decoder"] = 0.64  # worse than the constant guess: the decoder reconstructs nothing
     assert not chapter.reconstruction_engaged(run(0.688, 0.600))[0]
+
+
+def test_figure_3s_plm_reference_is_a_direct_cosine_on_the_runs_pairs(data_dir):
+    from sre_repro.chapters.sarcse import plm_cosines, stsb_test_gold
+    from sre_repro.data.sts import load_split
+    from sre_repro.encoder import load_encoder
+    from sre_repro.evaluate.sts import evenly_spaced
+
+    run = {"config": {"eval_max_pairs": 12}}
+    reference = plm_cosines("tiny-random", "avg", data_dir, run)["metrics"]["stsb_test_cosine"]
+    pairs = evenly_spaced(load_split("STSBenchmark", "test", data_dir), 12)
+    encoder = load_encoder("tiny-random", "avg", device="cpu")
+    a, b = encoder.encode(pairs.sent1, pooler="avg"), encoder.encode(pairs.sent2, pooler="avg")
+    direct = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    assert len(reference) == 12 == len(stsb_test_gold(data_dir, run))
+    assert np.allclose(reference, direct, atol=1e-5)

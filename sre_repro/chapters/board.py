@@ -28,10 +28,13 @@ COLUMNS = ["paper", "claim", "type", "paper effect", "ours", "interval", "detect
 # what each verdict word means, as the rules (protocol.py, claims.py) apply it; the board's header and counts use it
 WORDS = {
     "holds": "the claim's test passed: superiority, its 95% interval lies above 0; parity, both one-sided tests "
-             "against the stated margin pass (TOST); \"does not hurt\", the one-sided 95% bound lies above -margin",
-    "reversed": "the 95% interval lies below 0: the opposite holds at this scale",
+             "against the stated margin pass (TOST); \"does not hurt\", the one-sided 95% bound lies above -margin; "
+             "\"varies less\", the one-sided F-test on the seed variances passes at 5%",
+    "reversed": "the 95% interval lies below 0 (a variance claim: the opposite F-test passes): the opposite holds "
+                "at this scale",
     "underpowered": "the interval includes 0 and the paper's effect is smaller than the smallest effect these "
-                    "seeds detect (80% power): the seeds could not have seen it",
+                    "seeds detect (80% power; a variance claim: the paper's ratio of standard deviations lies nearer 1 "
+                    "than the largest ratio these seeds detect): the seeds could not have seen it",
     "not shown": "the interval includes 0 although the seeds could have seen the paper's effect, or a parity "
                  "claim's tests fail",
     "the PLM's own": "a geometry claim whose value the untrained PLM already has, within the seed spread",
@@ -118,7 +121,7 @@ def effects(frame: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"paper": frame["paper"], "label": frame["claim"], "ours": frame["ours"], "low": ends[:, 0],
                         "high": ends[:, 1], "paper effect": frame["paper effect"],
                         "tested": ~words.isin(["not tested", "one seed", "stale", NOT_YET_RUN])})
-    return out[out["ours"].notna() & frame["type"].ne("geometry").to_numpy()].reset_index(drop=True)
+    return out[out["ours"].notna() & ~frame["type"].isin(["geometry", "variance"]).to_numpy()].reset_index(drop=True)
 
 
 def simcse_scale(frame: pd.DataFrame) -> pd.DataFrame:

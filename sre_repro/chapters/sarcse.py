@@ -51,6 +51,19 @@ def stsb_test_gold(data_dir=None, run: dict | None = None):
     return evenly_spaced(load_split("STSBenchmark", "test", data_dir), max_pairs).gold
 
 
+def plm_cosines(plm: str, pooler: str, data_dir=None, run: dict | None = None) -> dict:
+    """Figure 3's reference: the untrained PLM as a run-like record, its STS-B test cosines with `pooler` on the
+    pairs `run` was scored on (computed here: one encoding pass over them, seconds for sre-bert)."""
+    from ..data.sts import load_split
+    from ..encoder import load_encoder
+    from ..evaluate.sts import cosine, encode_pairs, evenly_spaced
+
+    encoder = load_encoder(plm, pooler, device="cpu")
+    pairs = evenly_spaced(load_split("STSBenchmark", "test", data_dir), (run or {}).get("config", {}).get("eval_max_pairs", 0))
+    (e1, e2), = encode_pairs(lambda sentences: encoder.encode(sentences, pooler=pooler), [pairs])
+    return {"metrics": {"stsb_test_cosine": cosine(e1, e2).tolist()}}
+
+
 def importance_rows(run: dict, key: str, label: str, invert: bool = False) -> dict[str, list]:
     """Token-importance lines of a run's probe pairs, scaled to [0, 1] per sentence (for plots.token_importance).
     `invert`: lower values are more important (reconstruction error: lower = better preserved)."""
@@ -115,11 +128,12 @@ def reconstruction_check(run: dict, data_dir=None, force: bool = False) -> dict:
                   allow_stale=True)
 
 
-def reconstruction_engaged(run: dict, data_dir=None) -> tuple[bool, str]:
+def reconstruction_engaged(run: dict, data_dir=None, held_out: dict | None = None) -> tuple[bool, str]:
     """protocol.engaged for one run's reconstruction: its loss term fell by protocol.LOSS_FALL from the first
-    step to the kept one, and the kept decoder reconstructs held-out sentences better than the constant guess."""
+    step to the kept one, and the kept decoder reconstructs held-out sentences better than the constant guess
+    (`held_out`: the run's reconstruction_check metrics, where the caller has read them)."""
     term = run["training"]["terms"]["reconstruction"]
-    held_out = reconstruction_check(run, data_dir)["metrics"]["reconstruction"]
+    held_out = held_out or reconstruction_check(run, data_dir)["metrics"]["reconstruction"]
     return protocol.engaged("reconstruction", first=term["first"], kept=term["kept"], baseline=held_out["constant"],
                             compared=held_out["decoder"])
 
@@ -132,7 +146,7 @@ def engagement_table(groups: dict[str, list[dict]], data_dir=None) -> pd.DataFra
         for run in group:
             term = run["training"]["terms"]["reconstruction"]
             held_out = reconstruction_check(run, data_dir)["metrics"]["reconstruction"]
-            ok, why = reconstruction_engaged(run, data_dir)
+            ok, why = reconstruction_engaged(run, data_dir, held_out)
             rows.append({"run": name, "seed": run["seed"], "first": round(term["first"], 4), "kept": round(term["kept"], 4),
                          "share of the loss, kept": f"{100 * term['share_kept']:.2f}%",
                          "held out: decoder": round(held_out["decoder"], 4), "held out: constant": round(held_out["constant"], 4),

@@ -93,9 +93,9 @@ def length_control_pairs(data_dir=None, max_pairs: int = 0) -> dict[str, tuple[S
             for i, j in matched_on_gold(subset):
                 longs.append((subset.sent1[i], subset.sent2[i], subset.gold[i]))
                 shorts.append((subset.sent1[j], subset.sent2[j], subset.gold[j]))
-        keep = np.linspace(0, len(longs) - 1, max_pairs).round().astype(int) if 0 < max_pairs < len(longs) else range(len(longs))
-        out[year] = tuple(StsPairs([side[k][0] for k in keep], [side[k][1] for k in keep],
-                                   np.array([side[k][2] for k in keep], dtype=float)) for side in (longs, shorts))
+        out[year] = tuple(evenly_spaced(StsPairs([p[0] for p in side], [p[1] for p in side],
+                                                 np.array([p[2] for p in side], dtype=float)), max_pairs)
+                          for side in (longs, shorts))
     return out
 
 
