@@ -194,3 +194,14 @@ def test_the_chapter_declares_its_claims_with_the_papers_effects():
     assert CLAIMS["rankcse_byopd_helps"].paper_effect == pytest.approx(80.51 - 80.11)
     assert CLAIMS["byopd_varies_less"].type == "variance" and CLAIMS["byopd_varies_less"].paper_effect == pytest.approx(0.62 / 0.71)
     assert all(c.components == (MARGIN,) for c in CLAIMS.values())  # a margin's claims: judged only where it engaged
+
+
+def test_at_common_step_reads_every_run_at_the_last_step_all_of_them_evaluated():
+    from sre_repro.chapters.byop import at_common_step
+
+    def curve(*points):
+        return {"dev_curve": [{"step": s, "train_alignment": a, "train_uniformity": u} for s, a, u in points]}
+    runs = {"m = 0.01": curve((5, 1.0, -1.0), (10, 2.0, -2.0), (15, 3.0, -3.0)), "m = 0.1": curve((5, 4.0, -4.0), (10, 5.0, -5.0))}
+    table = at_common_step(runs, prefix="train_")
+    assert table.loc["m = 0.01", "step"] == 10 and table.loc["m = 0.01", "alignment"] == 2.0
+    assert table.loc["m = 0.1", "uniformity"] == -5.0
