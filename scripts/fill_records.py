@@ -39,7 +39,7 @@ def wanted() -> list[dict]:
     for method in ("simcse", "sarcse"):
         add(method, S3[:1], **sarcse.same_budget("cpu", method, 32))
     add("byop", S3, margin_type="dynamic", perturbation="n-", loss_mode="single", dynamic_margin_axis="column", margin=0.01)
-    add("byop", S3, margin_type="constant", perturbation="n-", loss_mode="single", margin=0.1)
+    add("byop", S3[:1], margin_type="constant", perturbation="n-", loss_mode="single", margin=0.1)
     add("byop", S3[:1], margin_type="dynamic", perturbation="p+n-", loss_mode="single", dynamic_margin_axis="anchor")
     add("byop", S3[:1], margin_type="dynamic", perturbation="n-", loss_mode="multi-task", dynamic_margin_axis="anchor")
     teachers = byop.leave_one_out_teachers(S3, pool=S5)

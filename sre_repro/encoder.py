@@ -32,6 +32,12 @@ MODEL_ALIASES = {
 }
 
 
+# Encoder.encode's tokenized batches of the sentence lists encoded last, by tokenizer and list (least recently
+# used first): the evaluation sets, which every run of a process encodes again
+TOKENIZED: dict = {}
+TOKENIZED_KEPT = 16  # the STS sets and STS-B dev; a transfer run's task splits
+
+
 def progress_enabled() -> bool:
     return os.environ.get("SRE_REPRO_PROGRESS", "1") != "0"
 
@@ -196,6 +202,30 @@ class Encoder(nn.Module):
     def hidden_size(self) -> int:
         return self.model.config.hidden_size
 
+    def _batches(self, unique: tuple, batch_size: int, max_len: int | None, sort_key) -> list:
+        """(indices into `unique`, tokenized batch on the CPU) in length-sorted order. The default sort's are
+        kept per tokenizer (TOKENIZED): a chapter evaluates the same STS sentences after every run, and
+        tokenizing them cost a third of a smoke run."""
+        key = (type(self.tokenizer).__name__, self.tokenizer.name_or_path, len(self.tokenizer), unique,
+               batch_size, max_len)
+        if sort_key is None and key in TOKENIZED:
+            TOKENIZED[key] = TOKENIZED.pop(key)  # most recently used last
+            return TOKENIZED[key]
+        lengths = ([sort_key(s) for s in unique] if sort_key else
+                   [len(ids) for ids in self.tokenizer(list(unique), truncation=True, max_length=512)["input_ids"]])
+        order = np.argsort(lengths, kind="stable")
+        batches = []
+        for start in range(0, len(unique), batch_size):
+            idx = order[start:start + batch_size]
+            limit = max_len or getattr(self.tokenizer, "model_max_length", 512)
+            batches.append((idx, self.tokenizer([unique[i] for i in idx], padding=True, truncation=True,
+                                                max_length=min(limit, 512), return_tensors="pt")))
+        if sort_key is None:
+            TOKENIZED[key] = batches
+            while len(TOKENIZED) > TOKENIZED_KEPT:
+                TOKENIZED.pop(next(iter(TOKENIZED)))
+        return batches
+
     def tokenize(self, sentences, max_len: int | None = None):
         limit = max_len or getattr(self.tokenizer, "model_max_length", 512)
         batch = self.tokenizer(list(sentences), padding=True, truncation=True, max_length=min(limit, 512),
@@ -229,16 +259,12 @@ class Encoder(nn.Module):
         another batching keeps it."""
         embedding = embedding or (lambda batch: self.embed(batch, pooler))
         unique = list(dict.fromkeys(sentences))
-        lengths = ([sort_key(s) for s in unique] if sort_key else
-                   [len(ids) for ids in self.tokenizer(unique, truncation=True, max_length=512)["input_ids"]])
-        order = np.argsort(lengths, kind="stable")
+        batches = self._batches(tuple(unique), batch_size, max_len, sort_key)
         out = np.zeros((len(unique), self.hidden_size), dtype=np.float32)
         with evaluating(self), autocast(precision, self.device_type):
-            for start in tqdm(range(0, len(unique), batch_size), desc=f"encode {self.name}",
-                              disable=not progress_enabled() or len(unique) <= 4096, mininterval=5):
-                idx = order[start:start + batch_size]
-                batch = self.tokenize([unique[i] for i in idx], max_len)
-                out[idx] = embedding(batch).float().cpu().numpy()
+            for idx, batch in tqdm(batches, desc=f"encode {self.name}",
+                                   disable=not progress_enabled() or len(unique) <= 4096, mininterval=5):
+                out[idx] = embedding({k: v.to(self.device_type) for k, v in batch.items()}).float().cpu().numpy()
         index = {s: i for i, s in enumerate(unique)}
         return out[[index[s] for s in sentences]]
 

@@ -114,6 +114,24 @@ def test_encode_dedup_sort_equals_one_by_one(tiny):
     assert np.array_equal(batched[0], batched[2])
 
 
+def test_a_sentence_list_encoded_again_is_not_tokenized_again_and_gives_the_same_vectors(tiny, monkeypatch):
+    from sre_repro import encoder
+
+    sents = ["a man is playing a guitar .", "a dog runs", "the cat sat on the mat today", "two birds"]
+    monkeypatch.setattr(encoder, "TOKENIZED", {})
+    first = tiny.encode(sents, batch_size=2)
+    calls = []
+    real = tiny.tokenizer.__class__.__call__
+    monkeypatch.setattr(tiny.tokenizer.__class__, "__call__", lambda self, *a, **k: calls.append(a) or real(self, *a, **k))
+    again = tiny.encode(sents, batch_size=2)
+    assert calls == [] and np.array_equal(first, again)
+    tiny.encode(sents, batch_size=3)  # another batching is tokenized anew: 1 pass for lengths + 2 batches
+    assert len(calls) == 3 and len(encoder.TOKENIZED) == 2
+    for n in range(encoder.TOKENIZED_KEPT):  # the least recently used list goes first
+        tiny.encode([f"sentence {n}"])
+    assert len(encoder.TOKENIZED) == encoder.TOKENIZED_KEPT and not any(key[3] == tuple(sents) for key in encoder.TOKENIZED)
+
+
 def test_sts_tasks_sentence_set_is_inside_the_whitening_corpus(data_dir):
     from sre_repro.data.corpora import unlabeled_sts
     corpus = set(unlabeled_sts(data_dir))

@@ -16,7 +16,9 @@ import pytest
 from sre_repro.settings import REPO_ROOT
 
 # README text -> what the test writes instead (the same command, smoke-sized)
-AT_SMOKE = {"--set scale=cpu": "--set scale=smoke", "-p scale paper -p model_name bert-base-uncased": "-p scale smoke",
+# (the papermill line in quick mode too: tests/test_book.py executes every chapter in full at smoke)
+AT_SMOKE = {"--set scale=cpu": "--set scale=smoke",
+            "-p scale paper -p model_name bert-base-uncased": "-p scale smoke -p quick True",
             "--method pt_bert --set packed=false": "--method pt_bert --set packed=false --set scale=smoke",
             "--method paser --set patience=3": "--method paser --set scale=smoke --set patience=3",
             "python -m sre_repro bench ": "python -m sre_repro bench --quick --only packing --out work/bench.json ",

@@ -52,6 +52,9 @@ def test_frequencies_are_shares_of_all_tokens(method):
     freq = token_frequencies(tok, ["the cat", "the dog the"])
     the, cat = tok.convert_tokens_to_ids(["the", "cat"])
     assert freq[the] == pytest.approx(3 / 5) and freq[cat] == pytest.approx(1 / 5) and freq.sum() == pytest.approx(1)
+    freq.zero_()  # the next run of the same corpus gets the kept counts, not this run's copy
+    assert token_frequencies(tok, ["the cat", "the dog the"])[the] == pytest.approx(3 / 5)
+    assert token_frequencies(tok, ["the cat"])[the] == pytest.approx(1 / 2)
 
 
 def test_reconstruction_loss_against_a_direct_computation():

@@ -257,7 +257,9 @@ FIGURE1_SENTENCES = ["A man is driving east on the highway.", "A woman is frying
 # (None: all four). `sst2_train`: SST-2 training phrases (0: all 67,349); at cpu a stratified 10,000, since
 # encoding and fitting all of them was about 45% of a Table 10 row (on 2 cores a row took about 4 min with
 # all of them, 2.5-3 min with the sample).
-TRANSFER_PROTOCOL = {"smoke": {"tasks": ["TREC", "MRPC"], "kfold": 2, "sst2_train": 0, "byop_variants": 1},
+# smoke: each split cut to 300 evenly spaced examples (max_examples), so the tests' chapter stays short
+TRANSFER_PROTOCOL = {"smoke": {"tasks": ["TREC", "MRPC"], "kfold": 2, "sst2_train": 0, "byop_variants": 1,
+                               "max_examples": 300},
                      "cpu": {"tasks": None, "kfold": 3, "sst2_train": 10000, "byop_variants": 1},
                      "paper": {"tasks": None, "kfold": 10, "sst2_train": 0, "byop_variants": None}}
 
@@ -276,7 +278,7 @@ def transfer(source: dict, scale: str, data_dir=None, force: bool = False, tasks
     else:
         cfg = {"model_name": source["model_name"], "pooler": source["pooler"]}
     cfg.update(tasks=chosen, kfold=kfold or protocol["kfold"], sst2_train=protocol["sst2_train"],
-               mrpc_features="senteval", solver=solver, max_examples=0)
+               mrpc_features="senteval", solver=solver, max_examples=protocol.get("max_examples", 0))
     check_solver(solver)
     return cached("transfer", cfg, data_dir, force, allow_stale=allow_stale)
 

@@ -33,7 +33,7 @@ class Params:
 class ConSERT(FrequencyAnalysed):
     Params = Params
     PROBE_OVERRIDES = {"analysis_sentences": 16}
-    SCALE_PRESETS = {"smoke": dict(train_data="sts_unlabeled", eval_pooler="avg", analysis_sentences=60),
+    SCALE_PRESETS = {"smoke": dict(train_data="sts_unlabeled", eval_pooler="avg", analysis_sentences=24),
                      "cpu": dict(CONSERT_RECIPE, analysis_sentences=2000), "paper": CONSERT_PAPER}
 
     def __init__(self, cfg, encoder):

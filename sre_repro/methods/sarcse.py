@@ -277,8 +277,20 @@ class SARCSE(Method):
         return [list(zip(t, e[:len(t)].tolist())) for t, e in zip(tokens, err)]
 
 
+# the last corpus's frequencies, by tokenizer and sentences: a chapter's runs all count the same corpus
+_FREQUENCIES: dict = {}
+
+
 def token_frequencies(tokenizer, sentences: list[str]) -> torch.Tensor:
     """freq(w): each vocabulary entry's share of all (non-special) tokens of the training sentences."""
+    key = (type(tokenizer).__name__, tokenizer.name_or_path, len(tokenizer), tuple(sentences))
+    if key not in _FREQUENCIES:
+        _FREQUENCIES.clear()
+        _FREQUENCIES[key] = _count_tokens(tokenizer, sentences)
+    return _FREQUENCIES[key].clone()
+
+
+def _count_tokens(tokenizer, sentences: list[str]) -> torch.Tensor:
     counts = Counter()
     for ids in tokenizer(list(sentences), add_special_tokens=False, verbose=False)["input_ids"]:
         counts.update(ids)
