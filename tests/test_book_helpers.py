@@ -140,11 +140,11 @@ def test_time_quick_measures_a_chapter_from_nothing(tmp_path):
 
     script = [sys.executable, str(book.REPO_ROOT / "scripts/time_quick.py")]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([*script, "00b_stand_in_plm", "--scale", "smoke"], env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([*script, "00_baselines", "--scale", "smoke"], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
-    measured = book.quick_times()["smoke"]["00b_stand_in_plm"]
+    measured = book.quick_times()["smoke"]["00_baselines"]
     assert 0 < measured["seconds"] < 600 and measured["hardware"]["cpu_count"] == os.cpu_count()
-    assert book.quick_minutes("00b_stand_in_plm", "smoke") == f"{measured['seconds'] / 60:.0f} minutes from nothing on " \
+    assert book.quick_minutes("00_baselines", "smoke") == f"{measured['seconds'] / 60:.0f} minutes from nothing on " \
         f"{os.cpu_count()} CPU core{'s' if os.cpu_count() != 1 else ''} (measured)"
     assert book.quick_minutes("paser", "smoke") == "not measured yet (scripts/time_quick.py)"
     # the chapter ran in a store of its own: nothing of it reached this one
