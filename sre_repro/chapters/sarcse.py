@@ -44,24 +44,21 @@ def same_budget(scale: str, method: str, batch_size: int) -> dict:
 
 def stsb_test_gold(data_dir=None, run: dict | None = None):
     """STS-B test gold scores, of the pairs `run` was scored on (smoke runs score an evenly spaced subset)."""
-    from ..data.sts import load_split
-    from ..evaluate.sts import evenly_spaced
+    from ..evaluate.sts import stsb_test
 
-    max_pairs = (run or {}).get("config", {}).get("eval_max_pairs", 0)
-    return evenly_spaced(load_split("STSBenchmark", "test", data_dir), max_pairs).gold
+    return stsb_test(data_dir, (run or {}).get("config", {}).get("eval_max_pairs", 0)).gold
 
 
 def plm_cosines(plm: str, pooler: str, data_dir=None, run: dict | None = None) -> dict:
     """Figure 3's reference: the untrained PLM as a run-like record, its STS-B test cosines with `pooler` on the
     pairs `run` was scored on (computed here: one encoding pass over them, seconds for sre-bert)."""
-    from ..data.sts import load_split
     from ..encoder import load_encoder
-    from ..evaluate.sts import cosine, encode_pairs, evenly_spaced
+    from ..evaluate.sts import stsb_test_cosines
 
     encoder = load_encoder(plm, pooler, device="cpu")
-    pairs = evenly_spaced(load_split("STSBenchmark", "test", data_dir), (run or {}).get("config", {}).get("eval_max_pairs", 0))
-    (e1, e2), = encode_pairs(lambda sentences: encoder.encode(sentences, pooler=pooler), [pairs])
-    return {"metrics": {"stsb_test_cosine": cosine(e1, e2).tolist()}}
+    max_pairs = (run or {}).get("config", {}).get("eval_max_pairs", 0)
+    cosines = stsb_test_cosines(lambda sentences: encoder.encode(sentences, pooler=pooler), data_dir, max_pairs)
+    return {"metrics": {"stsb_test_cosine": cosines.tolist()}}
 
 
 def importance_rows(run: dict, key: str, label: str, invert: bool = False) -> dict[str, list]:

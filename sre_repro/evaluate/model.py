@@ -11,7 +11,7 @@ from ..data.sts import load_split
 from ..errors import SreError
 from ..settings import POOLERS, PRECISIONS, coerce
 from .geometry import geometry
-from .sts import encode_pairs, evaluate_stsb_dev, evaluate_sts, evenly_spaced
+from .sts import encode_pairs, evaluate_stsb_dev, evaluate_sts, evenly_spaced, stsb_test
 
 EVAL_DEFAULTS = {"model_name": "minilm", "pooler": "avg", "whiten": False, "whiten_dim": 0,
                  "precision": "fp32", "tasks": "sts", "max_pairs": 0}  # max_pairs: per STS subset (smoke), 0: all
@@ -52,6 +52,6 @@ def evaluate_final(encode, data_dir=None, tasks="sts", max_pairs: int = 0) -> di
         return np.stack([table[s] for s in sentences])
 
     sts = evaluate_sts(remembering, tasks, data_dir, max_pairs=max_pairs)
-    stsb_test = evenly_spaced(load_split("STSBenchmark", "test", data_dir), max_pairs)
-    (e1, e2), = encode_pairs(remembering, [stsb_test])
-    return {"sts": sts["scores"], "sts_details": sts["details"], "geometry": geometry(e1, e2, stsb_test)}
+    test = stsb_test(data_dir, max_pairs)
+    (e1, e2), = encode_pairs(remembering, [test])
+    return {"sts": sts["scores"], "sts_details": sts["details"], "geometry": geometry(e1, e2, test)}

@@ -91,6 +91,17 @@ def evaluate_sts(encode, tasks="sts", data_dir=None, aggregation: str = "all", m
     return {"scores": scores, "details": details, "aggregation": aggregation}
 
 
+def stsb_test(data_dir=None, max_pairs: int = 0) -> StsPairs:
+    """The STS-B test pairs a run scores (`max_pairs` evenly spaced: a smoke run's; 0: all)."""
+    return evenly_spaced(load_split("STSBenchmark", "test", data_dir), max_pairs)
+
+
+def stsb_test_cosines(encode, data_dir=None, max_pairs: int = 0) -> np.ndarray:
+    """The cosine of each of those pairs under `encode` (per-gold-level spreads and curves read them)."""
+    (e1, e2), = encode_pairs(encode, [stsb_test(data_dir, max_pairs)])
+    return cosine(e1, e2)
+
+
 def evaluate_stsb_dev(encode, data_dir=None, pairs: StsPairs | None = None) -> tuple[float, tuple]:
     """STS-B dev Spearman x 100 (model selection) and the embeddings, reused for geometry."""
     pairs = pairs or load_split("STSBenchmark", "dev", data_dir)

@@ -101,9 +101,8 @@ class Method(nn.Module):
         """Test metrics of the kept checkpoint: the STS tasks and the STS-B test geometry, plus what the
         chapters draw from a trained model that is not kept: the cosine of every STS-B test pair (SARCSE's
         Figure 3) and per-token importance for the probe pairs (SARCSE's Figure 1)."""
-        from ..data.sts import load_split
         from ..evaluate.model import evaluate_final
-        from ..evaluate.sts import cosine, encode_pairs, evenly_spaced
+        from ..evaluate.sts import stsb_test_cosines
 
         table: dict = {}
 
@@ -114,9 +113,8 @@ class Method(nn.Module):
             return np.stack([table[s] for s in sentences])
 
         final = evaluate_final(remembering, self.data_dir, max_pairs=self.cfg["eval_max_pairs"])
-        test = evenly_spaced(load_split("STSBenchmark", "test", self.data_dir), self.cfg["eval_max_pairs"])
-        (e1, e2), = encode_pairs(remembering, [test])
-        final["stsb_test_cosine"] = cosine(e1, e2).tolist()  # unrounded: rounding creates ties
+        # unrounded: rounding creates ties
+        final["stsb_test_cosine"] = stsb_test_cosines(remembering, self.data_dir, self.cfg["eval_max_pairs"]).tolist()
         final["token_importance"] = self.token_importance([s for pair in PROBE_PAIRS for s in pair])
         return final
 
