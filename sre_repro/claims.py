@@ -115,8 +115,8 @@ def judge(claim: Claim, differences, runs_: list[dict] = (), engagement: dict | 
         row["ours"] = round(float(sd / base.std(ddof=1)), 2) if len(values) > 1 and len(base) > 1 else None
         detectable = protocol.detectable_sd_ratio(len(base), len(values))
         row["detectable"] = None if math.isnan(detectable) else round(detectable, 2)
-        row["seeds for the paper's effect"] = (None if claim.paper_effect is None else next(
-            (str(n) for n in range(2, 11) if protocol.detectable_sd_ratio(n, n) > claim.paper_effect), "more than 10"))
+        row["seeds for the paper's effect"] = (None if claim.paper_effect is None else
+                                               _seeds_word(protocol.seeds_needed_for_ratio(claim.paper_effect)))
     elif claim.type != "geometry" and len(values) > 1:
         detectable = protocol.detectable_effect(sd, len(values))
         row["detectable"] = None if math.isnan(detectable) else round(detectable, 2)
@@ -134,7 +134,10 @@ def seeds_for(sd: float, paper_effect: float | None) -> str | None:
     show: a number up to 10, "more than 10", or None (no paper effect, or no spread to judge by)."""
     if paper_effect is None or not paper_effect or not sd > 0:
         return None
-    needed = protocol.seeds_needed(sd, paper_effect)
+    return _seeds_word(protocol.seeds_needed(sd, paper_effect))
+
+
+def _seeds_word(needed: int | None) -> str:
     return "more than 10" if needed is None else str(needed)
 
 
@@ -168,9 +171,8 @@ def _word(claim, values, runs_, engagement, rule, plm_value, row, baseline_value
     if claim.headline and len(values) < HEADLINE_SEEDS:
         return f"not tested: a headline claim rests on at least {HEADLINE_SEEDS} seeds, this on {len(values)}"
     word = result["verdict"]
-    if word == "not shown" and claim.type == "variance":  # a ratio: the paper's is further from 1 than detectable
-        word = "underpowered" if claim.paper_effect is not None and row["detectable"] is not None and \
-            claim.paper_effect > row["detectable"] else word
-    elif word == "not shown" and protocol.power_word(claim.paper_effect, row["detectable"] or math.nan):
-        word = "underpowered"
+    if word == "not shown":  # could these seeds have seen the paper's effect?
+        power = (protocol.ratio_power_word(claim.paper_effect, row["detectable"]) if claim.type == "variance" else
+                 protocol.power_word(claim.paper_effect, row["detectable"] or math.nan))
+        word = power or word
     return word

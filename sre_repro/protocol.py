@@ -221,3 +221,17 @@ def detectable_sd_ratio(n_base: int, n_method: int, power: float = 0.8, level: f
         return float("nan")
     df = (n_method - 1, n_base - 1)
     return math.sqrt(stats.f.ppf(level, *df) / stats.f.ppf(power, *df))
+
+
+def ratio_power_word(paper_ratio: float | None, detectable_ratio: float | None) -> str | None:
+    """power_word for a ratio of standard deviations: "underpowered" when the paper's ratio lies closer to 1
+    than the largest ratio these seeds detect (None otherwise)."""
+    if paper_ratio is None or detectable_ratio is None or math.isnan(detectable_ratio):
+        return None
+    return "underpowered" if paper_ratio > detectable_ratio else None
+
+
+def seeds_needed_for_ratio(ratio: float, power: float = 0.8, level: float = 0.05, most: int = 10) -> int | None:
+    """seeds_needed for a ratio of standard deviations: the fewest seeds a side (2..most) whose detectable ratio
+    lies above `ratio`; None when `most` are not enough."""
+    return next((n for n in range(2, most + 1) if detectable_sd_ratio(n, n, power, level) > ratio), None)

@@ -136,3 +136,13 @@ def test_the_detectable_effect_has_80_percent_power_by_a_direct_noncentral_t():
     n = protocol.seeds_needed(1.0, 1.5)
     assert protocol.detectable_effect(1.0, n) < 1.5 <= protocol.detectable_effect(1.0, n - 1)
     assert protocol.seeds_needed(1.0, 0.1) is None  # ten seeds are not enough for a tenth of the spread
+
+
+def test_the_seeds_a_ratio_of_spreads_needs_are_the_fewest_whose_detectable_ratio_lies_above_it():
+    ratios = {n: protocol.detectable_sd_ratio(n, n) for n in range(2, 21)}
+    assert all(ratios[n] < ratios[n + 1] for n in range(2, 20))  # more seeds detect ratios nearer 1
+    target = (ratios[7] + ratios[8]) / 2
+    assert protocol.seeds_needed_for_ratio(target) == 8 and protocol.seeds_needed_for_ratio(ratios[3] - 1e-9) == 3
+    assert protocol.seeds_needed_for_ratio(ratios[12]) is None  # ten a side are not enough
+    assert protocol.ratio_power_word(0.87, 0.25) == "underpowered" and protocol.ratio_power_word(0.1, 0.25) is None
+    assert protocol.ratio_power_word(None, 0.25) is None and protocol.ratio_power_word(0.5, float("nan")) is None
