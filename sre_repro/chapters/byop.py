@@ -133,35 +133,36 @@ def perturbation_share(run: dict, reference: dict | None = None) -> tuple[float,
     return reference["training"]["loss_first"], run["training"]["loss_first"]
 
 
+def margin_readings(with_margin: list[dict], without: list[dict]) -> list[dict]:
+    """Seed by seed: the first batch's loss without and with the margin (perturbation_share; `without`: the same
+    seeds' runs without it) and protocol.engaged's reading of the change."""
+    by_seed = {r["seed"]: r for r in without}
+    readings = []
+    for run in with_margin:
+        plain, perturbed = perturbation_share(run, by_seed.get(run["seed"]))
+        ok, why = protocol.engaged("perturbation", plain=plain, perturbed=perturbed)
+        readings.append({"seed": run["seed"], "plain": plain, "perturbed": perturbed, "engaged": ok, "why": why})
+    return readings
+
+
 def perturbation_engagement(with_margin: list[dict], without: list[dict]) -> tuple[bool, str]:
     """protocol.engaged for a margin over a claim's runs: at every seed the margin changes the first batch's loss
-    by at least protocol.PERTURBATION_SHARE (`without`: the same seeds' runs without it). For RankCSE + BYOP the
-    loss is RankCSE's whole loss, so a margin on an InfoNCE term that weighs nothing there does not engage."""
-    by_seed = {r["seed"]: r for r in without}
-
-    def check(run):
-        plain, perturbed = perturbation_share(run, by_seed.get(run["seed"]))
-        return protocol.engaged("perturbation", plain=plain, perturbed=perturbed)
+    by at least protocol.PERTURBATION_SHARE. For RankCSE + BYOP the loss is RankCSE's whole loss, so a margin on
+    an InfoNCE term that weighs nothing there does not engage."""
+    by_seed = {r["seed"]: (r["engaged"], r["why"]) for r in margin_readings(with_margin, without)}
 
     def summary(whys):  # each seed's share, read from protocol.engaged's "... by 5.56% ..."
         return f"at every seed ({', '.join(why.split(' by ')[1].split(' ')[0] for why in whys)} of the first batch's loss)"
 
-    return claims.engaged_in_every(with_margin, check, summary)
+    return claims.engaged_in_every(with_margin, lambda run: by_seed[run["seed"]], summary)
 
 
 def margin_table(pairs: dict[str, tuple[list[dict], list[dict]]]) -> pd.DataFrame:
-    """Per claim's runs with a margin (name -> (runs with it, the same seeds' runs without)), seed by seed: the
-    first batch's loss without and with the margin, the change as a share of the plain loss, and
-    protocol.engaged's reading (perturbation_share)."""
-    rows = []
-    for name, (with_margin, without) in pairs.items():
-        by_seed = {r["seed"]: r for r in without}
-        for run in with_margin:
-            plain, perturbed = perturbation_share(run, by_seed.get(run["seed"]))
-            ok, _ = protocol.engaged("perturbation", plain=plain, perturbed=perturbed)
-            rows.append({"runs": name, "seed": run["seed"], "loss without the margin": round(plain, 4),
-                         "with it": round(perturbed, 4), "change": f"{abs(perturbed - plain) / abs(plain):.2%}",
-                         "engaged": "yes" if ok else "no"})
+    """margin_readings of each claim's runs (name -> (runs with the margin, the same seeds' runs without))."""
+    rows = [{"runs": name, "seed": r["seed"], "loss without the margin": round(r["plain"], 4),
+             "with it": round(r["perturbed"], 4), "change": f"{abs(r['perturbed'] - r['plain']) / abs(r['plain']):.2%}",
+             "engaged": "yes" if r["engaged"] else "no"}
+            for name, (with_margin, without) in pairs.items() for r in margin_readings(with_margin, without)]
     return pd.DataFrame(rows).set_index(["runs", "seed"])
 
 
