@@ -277,29 +277,22 @@ class SARCSE(Method):
         return [list(zip(t, e[:len(t)].tolist())) for t, e in zip(tokens, err)]
 
 
-# the last corpus's frequencies, by tokenizer and sentences: a chapter's runs all count the same corpus
-_FREQUENCIES: dict = {}
+_FREQUENCIES: dict = {}  # the last corpus's, by tokenizer and sentences: a chapter's runs all count the same corpus
 
 
 def token_frequencies(tokenizer, sentences: list[str]) -> torch.Tensor:
     """freq(w): each vocabulary entry's share of all (non-special) tokens of the training sentences."""
     key = (type(tokenizer).__name__, tokenizer.name_or_path, len(tokenizer), tuple(sentences))
     if key not in _FREQUENCIES:
+        ids = tokenizer(list(sentences), add_special_tokens=False, verbose=False)["input_ids"]
+        counts = Counter(i for row in ids for i in row)
+        freq = torch.zeros(len(tokenizer))
+        if counts:
+            freq[torch.tensor(list(counts.keys()))] = torch.tensor(list(counts.values()), dtype=torch.float)
+            freq /= freq.sum()
         _FREQUENCIES.clear()
-        _FREQUENCIES[key] = _count_tokens(tokenizer, sentences)
+        _FREQUENCIES[key] = freq
     return _FREQUENCIES[key].clone()
-
-
-def _count_tokens(tokenizer, sentences: list[str]) -> torch.Tensor:
-    counts = Counter()
-    for ids in tokenizer(list(sentences), add_special_tokens=False, verbose=False)["input_ids"]:
-        counts.update(ids)
-    freq = torch.zeros(len(tokenizer))
-    if counts:
-        index = torch.tensor(list(counts.keys()))
-        freq[index] = torch.tensor(list(counts.values()), dtype=torch.float)
-        freq /= freq.sum()
-    return freq
 
 
 METHOD = SARCSE
