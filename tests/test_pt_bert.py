@@ -261,3 +261,29 @@ def test_an_encoder_that_reads_length_shows_in_the_control_and_a_blind_one_does_
     reads = evaluate_length_control(by_length)
     assert all(reads["years"][y]["n"] > 10 and reads["years"][y]["lift"] > 0.5 for y in YEARS)
     assert abs(evaluate_length_control(blind)["avg"]["lift"]) < 0.2
+
+
+def test_h_test_scores_h_as_a_direct_one_sentence_at_a_time_computation(monkeypatch):
+    """The "h_test" record (the official code's `return_poly`): its h scores equal the Spearman of cosines of h
+    computed directly, one sentence at a time, and its encoder scores those of the encoder."""
+    from scipy.stats import spearmanr
+
+    from sre_repro.evaluate import cached
+    from sre_repro.evaluate.sts import stsb_test
+
+    method = build().eval()
+    monkeypatch.setattr(cached, "trained_method", lambda run, data_dir=None: method)
+    result = cached.COMPUTE["h_test"]({"run": method.cfg, "max_pairs": 24})
+    pairs = stsb_test(None, 24)
+
+    def direct(embed):
+        with torch.no_grad():
+            cos = [F.cosine_similarity(embed(a), embed(b)).item() for a, b in zip(pairs.sent1, pairs.sent2)]
+        return 100 * spearmanr(cos, pairs.gold).statistic
+
+    h = direct(lambda s: method.head(*method.states(method.encoder.model, method.encoder.tokenize([s]))))
+    encoder = direct(lambda s: torch.tensor(method.encode([s])))
+    assert result["h"]["sts"]["STSBenchmark"] == pytest.approx(h, abs=0.05)
+    assert result["encoder"]["sts"]["STSBenchmark"] == pytest.approx(encoder, abs=0.05)
+    assert abs(h - encoder) > 0.05  # two embeddings, two scores: the test tells them apart
+    assert set(result["h"]["hard_subset"]) == {"STS12", "STS13", "STS14", "STS15", "STS16", "avg"}

@@ -56,6 +56,25 @@ def hard_subset(run: dict, data_dir=None, thresholds: str = "paper", force: bool
     return cached("hard_subset", key, data_dir, force, allow_stale=allow_stale)
 
 
+def _of_kept_weights(kind: str, run: dict, data_dir=None, force: bool = False, allow_stale: bool = True) -> dict:
+    cfg = resolve(overrides=run["config"])
+    key = {"run": cfg, "model_name": cfg["model_name"], "max_pairs": cfg["eval_max_pairs"]}
+    return cached(kind, key, data_dir, force, allow_stale=allow_stale)
+
+
+def length_control(run: dict, data_dir=None, force: bool = False, allow_stale: bool = True) -> dict:
+    """The run's kept weights on the length control (evaluate/hard_subset.py: gold held fixed, the length gap
+    varied), a record of kind "length_control" (trained once where this machine lacks the weights)."""
+    return _of_kept_weights("length_control", run, data_dir, force, allow_stale)
+
+
+def h_test(run: dict, data_dir=None, force: bool = False, allow_stale: bool = True) -> dict:
+    """A PT-BERT run's kept weights tested twice, with the encoder and with h (record kind "h_test")."""
+    if not run["config"].get("pseudo", True):
+        raise SreError("h_test needs a PT-BERT run with pseudo tokens: MoCo-BERT's h is the encoder's pooled vector")
+    return _of_kept_weights("h_test", run, data_dir, force, allow_stale)
+
+
 def hard_table(groups: dict[str, list[dict]], with_full: bool = False, data_dir=None,
                thresholds: str = "paper") -> pd.DataFrame:
     """Tables 1 and 5c: per group, the mean over its runs of the hard-subset Spearman per year and its

@@ -6,7 +6,9 @@ Kinds: "eval" (STS and geometry of a model as it is: the "without training" rows
 transfer tasks), "hard_subset" (PT-BERT's hard-length subset), "frequency" (SLT-FAI's frequency analyses of a
 model as it is), "retrieval" (QQP), "poolers" (the STS of a run's kept weights under other poolers),
 "reconstruction" (SARCSE's reconstruction loss of a run's kept weights beside its trivial baseline),
-"discriminators" (how well SLT-FAI's kept discriminators separate their classes on held-out sentences). A config
+"discriminators" (how well SLT-FAI's kept discriminators separate their classes on held-out sentences),
+"length_control" (PT-BERT's control of length against difficulty: evaluate/hard_subset.py), "h_test" (a PT-BERT
+run's STS tested with its final embedding h beside the encoder's, as the official code's `return_poly`). A config
 with a "run" key (a resolved training config) evaluates that run's kept weights (trained once where this
 machine lacks them: train.kept_checkpoint).
 """
@@ -23,7 +25,7 @@ from ..encoder import load_encoder
 from ..train import trained_method
 from .discriminators import discriminator_separation
 from .frequency import frequency_analysis
-from .hard_subset import evaluate_hard_subset
+from .hard_subset import evaluate_hard_subset, evaluate_length_control
 from .model import eval_config, evaluate_final, stsb_dev_score
 from .retrieval import qqp_retrieval
 from .transfer import evaluate_transfer
@@ -57,6 +59,21 @@ def _transfer(cfg: dict, data_dir=None) -> dict:
 
 def _hard_subset(cfg: dict, data_dir=None) -> dict:
     return evaluate_hard_subset(_encode(cfg, data_dir), data_dir, cfg["max_pairs"], **cfg["thresholds"])
+
+
+def _length_control(cfg: dict, data_dir=None) -> dict:
+    return evaluate_length_control(_encode(cfg, data_dir), data_dir, cfg["max_pairs"])
+
+
+def _h_test(cfg: dict, data_dir=None) -> dict:
+    """The kept weights' STS twice: the encoder's embedding (what the book tests) and h (pseudo tokens, attention
+    and MLP on the encoder's states: the official code's `return_poly` at test), with the hard subset of each."""
+    method = trained_method(cfg["run"], data_dir=data_dir)
+    out = {}
+    for name, encode in (("encoder", method.encode), ("h", method.encode_h)):
+        out[name] = {"sts": evaluate_final(encode, data_dir, max_pairs=cfg["max_pairs"])["sts"],
+                     "hard_subset": evaluate_hard_subset(encode, data_dir, cfg["max_pairs"])["scores"]}
+    return out
 
 
 def _frequency(cfg: dict, data_dir=None) -> dict:
@@ -105,7 +122,7 @@ def _discriminators(cfg: dict, data_dir=None) -> dict:
 
 COMPUTE = {"eval": _eval, "transfer": _transfer, "hard_subset": _hard_subset, "frequency": _frequency,
            "retrieval": _retrieval, "poolers": _poolers, "reconstruction": _reconstruction,
-           "discriminators": _discriminators}
+           "discriminators": _discriminators, "length_control": _length_control, "h_test": _h_test}
 assert set(COMPUTE) == set(runs.EVALUATION_SIZE_KNOBS)
 
 
