@@ -129,6 +129,11 @@ def judge(claim: Claim, differences, runs_: list[dict] = (), engagement: dict | 
     return row
 
 
+def not_run(claim: Claim, why: str) -> dict:
+    """The row of a declared claim whose runs this call did not train (e.g. a grid value outside the scale's grid)."""
+    return {**judge(claim, []), "verdict": f"not tested: {why}"}
+
+
 def seeds_for(sd: float, paper_effect: float | None) -> str | None:
     """How many seed-matched seeds would detect the paper's effect (80 % power) at the spread `sd` these seeds
     show: a number up to 10, "more than 10", or None (no paper effect, or no spread to judge by)."""

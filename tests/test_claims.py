@@ -135,3 +135,12 @@ def test_a_variance_claim_is_a_one_sided_f_test_with_the_ratio_its_seeds_detect(
     assert alike["verdict"] == "underpowered" and alike["seeds for the paper's effect"] == "more than 10"
     strong = claims.Claim("w", "B varies far less", "variance", "std B / std A", 0.1)
     assert claims.judge(strong, [1.0, 2.5, 3.0, 2.0, 1.5], [], baseline_values=[1.0, 2.0, 3.0, 2.5, 1.2])["verdict"] == "not shown"
+
+
+def test_a_claim_whose_runs_were_not_trained_gets_a_not_tested_row_that_passes_the_audit():
+    from sre_repro.chapters import board
+
+    claim = claims.Claim("x", "A beats B", "superiority", "A - B", 1.0)
+    row = claims.not_run(claim, "not in this call's grids")
+    assert row["verdict"] == "not tested: not in this call's grids" and row["ours"] is None and row["n seeds"] == 0
+    assert board.audit([row]) == []
