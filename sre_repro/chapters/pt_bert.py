@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from .. import book, report
-from ..claims import Claim
+from ..claims import Claim, left_the_plm
 from ..config import resolve
 from ..errors import SreError
 from ..evaluate.cached import cached
@@ -68,15 +68,15 @@ def hard_subset(run: dict, data_dir=None, thresholds: str = "paper", force: bool
         raise SreError(f"unknown thresholds {thresholds!r}: choose from {', '.join(HARD_THRESHOLDS)}")
     if thresholds == "paper" and "hard_subset" in run["metrics"] and not force:
         return {"metrics": run["metrics"]["hard_subset"]}
-    cfg = resolve(overrides=run["config"])
-    key = {"run": cfg, "model_name": cfg["model_name"], "thresholds": HARD_THRESHOLDS[thresholds],
-           "max_pairs": cfg["eval_max_pairs"]}
-    return cached("hard_subset", key, data_dir, force, allow_stale=allow_stale)
+    return _of_kept_weights("hard_subset", run, data_dir, force, allow_stale, thresholds=HARD_THRESHOLDS[thresholds])
 
 
-def _of_kept_weights(kind: str, run: dict, data_dir=None, force: bool = False, allow_stale: bool = True) -> dict:
+def _of_kept_weights(kind: str, run: dict, data_dir=None, force: bool = False, allow_stale: bool = True,
+                     **settings) -> dict:
+    """The record of evaluation `kind` of the run's kept weights, at the run's own evaluation size (`settings`:
+    the kind's other keys)."""
     cfg = resolve(overrides=run["config"])
-    key = {"run": cfg, "model_name": cfg["model_name"], "max_pairs": cfg["eval_max_pairs"]}
+    key = {"run": cfg, "model_name": cfg["model_name"], **settings, "max_pairs": cfg["eval_max_pairs"]}
     return cached(kind, key, data_dir, force, allow_stale=allow_stale)
 
 
@@ -127,8 +127,6 @@ def loss_table(groups: dict[str, list[dict]]) -> pd.DataFrame:
 def encoder_change(groups: dict[str, list[dict]], plm_dev: float) -> pd.DataFrame:
     """The tested encoder's own change per row: how far the PLM's weights moved, and what the protocol reads from
     its function, the kept STS-B dev against the untrained PLM's with the same pooler (claims.left_the_plm)."""
-    from ..claims import left_the_plm
-
     rows = {}
     for name, group in groups.items():
         gains = np.array([r["metrics"]["stsb_dev_best"] - plm_dev for r in group])
