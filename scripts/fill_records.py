@@ -28,7 +28,7 @@ S5, S3 = [42, 43, 44, 45, 46], [42, 43, 44]
 
 def wanted() -> list[dict]:
     """Every converged run the ports read, in priority order (a run already cached is dropped by `plan`)."""
-    from sre_repro.chapters import byop, pt_bert, sarcse
+    from sre_repro.chapters import byop, pt_bert, sarcse, slt_fai
 
     jobs = []
 
@@ -58,6 +58,9 @@ def wanted() -> list[dict]:
     # issues 35 and 36: the baselines whose method code their ports leave alone
     add("consert", S5)
     add("simcse_mlm", S5)
+    # issue 35: the settings tried for AT's similarity discriminator (chosen on STS-B dev)
+    for overrides in slt_fai.AT_TRAINING.values():
+        add("slt_fai", S3[:1], **overrides)
     return jobs
 
 
@@ -77,6 +80,7 @@ def plan() -> list[dict]:
 
 
 def _worker(queue, done, deadline: float) -> None:
+    from sre_repro.chapters import slt_fai
     from sre_repro.config import use_cpu_recipe
     from sre_repro.train import train
 
@@ -84,9 +88,13 @@ def _worker(queue, done, deadline: float) -> None:
     while (job := queue.get()) is not None and time.time() < deadline:
         started = time.time()
         try:
-            m = train(dict(job))["metrics"]
+            record = train(dict(job))
+            m, extra = record["metrics"], ""
+            if job["method"] == "slt_fai":  # its held-out discriminator check, while the kept weights are here
+                check = slt_fai.discriminator_check(record)["metrics"]
+                extra = " " + " ".join(f"{k} AUC {v['auc']:.3f} bal {v['balanced_accuracy']:.3f}" for k, v in check.items())
             done.put(f"OK {job} dev {m['stsb_dev_best']:.2f}@{m['best_step']} avg {m['sts']['avg']:.2f} "
-                     f"{time.time() - started:.0f}s")
+                     f"{time.time() - started:.0f}s{extra}")
         except Exception:  # one failed run must not stop the others; its traceback is the report
             done.put(f"FAIL {job} {traceback.format_exc()[-1500:]}")
     done.put(None)

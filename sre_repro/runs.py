@@ -32,10 +32,11 @@ from .settings import PACKAGE, REPO_ROOT, readable_mode, results_dir, work_dir  
 # a notebook, which configures no handler, stays quiet
 log = logging.getLogger("sre_repro")
 
-SCHEMA = 6  # 2: full configs hashed as they are (no neutral knobs left out), derived records keyed without run_code;
+SCHEMA = 7  # 2: full configs hashed as they are (no neutral knobs left out), derived records keyed without run_code;
            # 3: the knob `packed` (sre_repro/packing.py); 4: the stopping rule's `patience` and `min_delta`;
            # 5: SimCSE's `dropout` and `fixed_mask` (its Table 3, the positive controls);
-           # 6: every record carries the digest of its own content (`content_digest`), checked on every read
+           # 6: every record carries the digest of its own content (`content_digest`), checked on every read;
+           # 7: SLT-FAI's `at_class_weights` and `grl_schedule` (its similarity discriminator's training)
 # What a probe shrinks (sre_repro/fingerprints.py): a variant is its config without these
 SIZE_KNOBS = ("seed", "scale", "max_steps", "epochs", "batch_size", "max_train_examples", "eval_steps",
               "checkpoint_steps", "eval_max_pairs", "device", "world_size", "patience", "min_delta")

@@ -14,7 +14,7 @@ from sre_repro.errors import SreError
 from sre_repro.evaluate.frequency import _probe_accuracy, _separation, frequency_labels, label_statistics, low_threshold
 from sre_repro.methods.consert import ConSERT
 from sre_repro.methods.common import GradientReversal
-from sre_repro.methods.slt_fai import SLTFAI, at_loss, isf_mask, majority_share, warmup_done
+from sre_repro.methods.slt_fai import SLTFAI, at_loss, grl_coefficient, isf_mask, majority_share, warmup_done
 from sre_repro.train import Interrupted, train
 from sre_repro.views import nt_xent, view_inputs
 
@@ -68,6 +68,41 @@ def test_gradient_reversal_is_the_identity_forward_and_negates_the_gradient():
     w = torch.randn(3, 4)
     (y * w).sum().backward()
     assert torch.equal(x.grad, -w)
+
+
+def test_gradient_reversal_scales_the_reversed_gradient_by_its_coefficient():
+    x = torch.randn(3, 4, requires_grad=True)
+    w = torch.randn(3, 4)
+    (GradientReversal.apply(x, 0.25) * w).sum().backward()
+    assert torch.allclose(x.grad, -0.25 * w)
+
+
+def test_the_grl_coefficient_is_one_or_danns_ramp_over_the_run():
+    cfg = {"grl_schedule": "constant", "max_steps": 600, "epochs": 1}
+    assert grl_coefficient(0, cfg, 100) == grl_coefficient(599, cfg, 100) == 1.0
+    dann = {**cfg, "grl_schedule": "dann"}
+    # by hand: 2 / (1 + exp(-10 p)) - 1 at p = 0, 0.1 (step 60 of 600) and 1
+    assert grl_coefficient(0, dann, 100) == 0.0
+    assert math.isclose(grl_coefficient(60, dann, 100), 2 / (1 + math.exp(-1)) - 1)
+    assert math.isclose(grl_coefficient(600, dann, 100), 2 / (1 + math.exp(-10)) - 1)
+    # without a step cap, p counts the epochs' steps: step 150 of 2 x 100 is p = 0.75
+    assert math.isclose(grl_coefficient(150, {**dann, "max_steps": 0, "epochs": 2}, 100), 2 / (1 + math.exp(-7.5)) - 1)
+
+
+def test_balanced_class_weights_make_the_base_rate_guess_cost_more_than_ln2():
+    # three HIGH positions and one LOW: the base-rate guess P(LOW) = 1/4 at every position
+    targets = torch.tensor([[0, 0, 0, 1]])
+    positions = torch.ones_like(targets, dtype=torch.bool)
+    logits = torch.log(torch.tensor([0.75, 0.25])).expand(1, 4, 2)
+    plain, _ = at_loss(logits, targets, positions, per_sentence=False)
+    balanced, _ = at_loss(logits, targets, positions, per_sentence=False, balanced=True)
+    entropy = -(0.75 * math.log(0.75) + 0.25 * math.log(0.25))
+    assert math.isclose(float(plain), entropy, rel_tol=1e-6)  # plain CE: the guess sits at the labels' entropy
+    assert math.isclose(float(balanced), 0.5 * (-math.log(0.75) - math.log(0.25)), rel_tol=1e-6)
+    assert float(balanced) > math.log(2) > float(plain)
+    # a guess of one half costs ln 2 under both
+    even = torch.zeros(1, 4, 2)
+    assert math.isclose(float(at_loss(even, targets, positions, False, balanced=True)[0]), math.log(2), rel_tol=1e-6)
 
 
 def test_shuffle_permutes_the_positions_of_the_real_tokens_only():
@@ -259,7 +294,8 @@ def test_the_grouped_probe_cannot_win_by_recognising_wordpieces():
 @pytest.mark.parametrize("overrides, message", [
     ({"low_rate": 1.0}, "low_rate"), ({"low_rate": 0.0}, "low_rate"), ({"isf_mask": "middle"}, "isf_mask"),
     ({"backbone": "bert"}, "backbone"), ({"discriminator": "big"}, "discriminator"), ({"at_positions": "some"}, "at_positions"),
-    ({"warmup_rule": "never"}, "warmup_rule"), ({"view1": "rotate"}, "view1"), ({"alpha": -1.0}, "alpha")])
+    ({"warmup_rule": "never"}, "warmup_rule"), ({"view1": "rotate"}, "view1"), ({"alpha": -1.0}, "alpha"),
+    ({"at_class_weights": "inverse"}, "at_class_weights"), ({"grl_schedule": "ramp"}, "grl_schedule")])
 def test_bad_input_names_the_key(overrides, message):
     with pytest.raises(SreError, match=message):
         resolve(overrides={"method": "slt_fai", "scale": "smoke", **overrides})

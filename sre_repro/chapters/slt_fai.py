@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .. import book
+from ..config import resolve
 from ..errors import SreError
 from ..evaluate.cached import cached
 
@@ -143,6 +144,25 @@ def discriminator_margins(records: list[dict]) -> dict[str, float]:
     if all("isf_accuracy" in p for p in kept):
         margins["isf_accuracy"] = float(np.mean([p["isf_accuracy"] for p in kept]))
     return margins
+
+
+# The held-out discriminator check's size: SNLI premises that neither block trains on
+DISCRIMINATOR_SENTENCES = {"smoke": 64, "cpu": 2000, "paper": 10000}
+# AT's similarity discriminator: the settings tried so that it learns (neither the paper nor the code sets them;
+# methods/slt_fai.py), ConSERT block, seed 42, the cpu recipe; chosen on STS-B dev among those that engaged
+AT_TRAINING = {"plain CE, GRL 1 (paper and code)": {},
+               "balanced CE, GRL 1": {"at_class_weights": "balanced"},
+               "plain CE, DANN's GRL ramp": {"grl_schedule": "dann"},
+               "balanced CE, DANN's GRL ramp": {"at_class_weights": "balanced", "grl_schedule": "dann"}}
+
+
+def discriminator_check(run: dict, data_dir=None, force: bool = False, allow_stale: bool = True) -> dict:
+    """How well a run's kept discriminators separate their classes on held-out sentences (ROC AUC, balanced
+    accuracy, the majority share: evaluate/discriminators.py), a record of kind "discriminators" (trained once
+    where this machine lacks the weights)."""
+    cfg = resolve(overrides=run["config"])
+    key = {"run": cfg, "max_sentences": DISCRIMINATOR_SENTENCES[cfg["scale"]]}
+    return cached("discriminators", key, data_dir, force, allow_stale=allow_stale)
 
 
 def discriminator_table(groups: dict[str, list[dict]]) -> pd.DataFrame:

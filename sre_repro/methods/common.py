@@ -208,15 +208,16 @@ class DropoutViews(Method):
 
 
 class GradientReversal(torch.autograd.Function):
-    """Identity forward; the gradient times -1 backward (Ganin and Lempitsky; a fixed coefficient of 1)."""
+    """Identity forward; the gradient times -coefficient backward (Ganin and Lempitsky; SLT-FAI's code: 1)."""
 
     @staticmethod
-    def forward(ctx, x):
+    def forward(ctx, x, coefficient: float = 1.0):
+        ctx.coefficient = coefficient
         return x.view_as(x)
 
     @staticmethod
     def backward(ctx, grad):
-        return -grad
+        return -ctx.coefficient * grad, None
 
 
 def count_call(counter: torch.Tensor, training: bool) -> int:

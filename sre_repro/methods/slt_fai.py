@@ -6,9 +6,9 @@ top of a contrastive backbone, ConSERT or SimCSE.
   R       the backbone's contrastive loss on two views: ConSERT (feature cutoff / token shuffle on the embedding
           output, NT-Xent both ways, tau 0.1, x cl_rate 0.15, dropout 0) or SimCSE (two dropout views, InfoNCE,
           tau 0.05, x 1)
-  L_AT    the last layer's token states of BOTH views -> gradient reversal (identity forward, -grad backward,
-          fixed coefficient 1) -> the similarity discriminator -> CE against the labels of the original ids,
-          averaged over the two views                                                    (Sec. 3.2, Eq. 4)
+  L_AT    the last layer's token states of BOTH views -> gradient reversal (identity forward, -c * grad
+          backward) -> the similarity discriminator -> CE against the labels of the original ids, averaged over
+          the two views                                                                  (Sec. 3.2, Eq. 4)
   L_ISF   the incomplete copy: some tokens -> [MASK] (attention mask unchanged), encoded without augmentation;
           the information discriminator (no reversal: the encoder helps it) gets the sentence's vector
           labelled 0 and the copy's labelled 1, CE(.,0) + CE(.,1) summed              (Sec. 3.3, Eqs. 5-7)
@@ -34,6 +34,14 @@ the defaults are the paper's except for ISF's masking rule (shared/notes/officia
                  the cutoff alone, even where nothing was masked
   warmup_rule    once: off for the first warmup_epochs (the paper) | every_epoch: off in the first
                  (warmup_epochs - int(warmup_epochs)) of every epoch from epoch int(warmup_epochs) (the code)
+Two knobs that neither the paper nor the code sets, for a similarity discriminator that would otherwise learn
+nothing (its labels are ~93 % HIGH on word tokens, and plain CE is then near its minimum at the base rate):
+  at_class_weights  none (the paper and the code) | balanced: each position weighted by the inverse of its
+                 label's share of the batch's positions (the constant guess then costs ln 2, not the base rate's
+                 entropy)
+  grl_schedule   constant (the code: c = 1) | dann: the schedule of the GRL's source (Ganin and Lempitsky, cited
+                 for the GRL in Sec. 3.2), c = 2 / (1 + exp(-10 p)) - 1 with p the share of the run's steps done,
+                 so the discriminator learns before the encoder is pushed against it
 The contrastive term is the official NT-Xent (both directions, intra-view negatives, positive in the
 denominator), not Eq. 9 as printed (one direction, positive excluded from the denominator).
 `aux_warmup_steps` >= 0 counts the warm-up in steps instead: at cpu a run is a few per cent of an epoch, so a
@@ -42,6 +50,7 @@ warm-up in epochs would never end. With alpha = beta = 0 the method is its backb
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -81,6 +90,8 @@ class Params:
     warmup_epochs: float = -1.0       # -1: the backbone's (the paper: ConSERT 0.5, SimCSE 0.1)
     warmup_rule: str = "once"         # once (the paper) | every_epoch (the code)
     aux_warmup_steps: int = -1        # >= 0: the warm-up in steps (overrides warmup_epochs)
+    at_class_weights: str = "none"    # none (the paper and the code) | balanced (inverse label share per batch)
+    grl_schedule: str = "constant"    # constant (the code: 1) | dann (Ganin and Lempitsky's ramp over the run)
     analysis_sentences: int = 10000   # sentences of the STS corpus in the frequency analyses (Figs. 5-7: 10,000)
 
 
@@ -103,6 +114,16 @@ def warmup_done(step: int, cfg: dict, steps_per_epoch: int) -> bool:
     return epoch >= int(w) and index >= steps_per_epoch * (w - int(w))
 
 
+def grl_coefficient(step: int, cfg: dict, steps_per_epoch: int) -> float:
+    """The gradient reversal's coefficient at training step `step` (0-based): 1 (constant), or DANN's
+    2 / (1 + exp(-10 p)) - 1 with p = step / the run's steps (its cap, else its epochs)."""
+    if cfg["grl_schedule"] == "constant":
+        return 1.0
+    total = cfg["max_steps"] or cfg["epochs"] * steps_per_epoch
+    p = min(1.0, step / max(1, total))
+    return 2.0 / (1.0 + math.exp(-10.0 * p)) - 1.0
+
+
 def isf_mask(input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor, special: torch.Tensor,
              rule: str, rate: float, mask_id: int, generator: torch.Generator | None = None) -> torch.Tensor:
     """The incomplete copy: tokens of the rule's label (low: 1, high: 0), never special tokens or padding, each
@@ -113,10 +134,16 @@ def isf_mask(input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torc
     return input_ids.masked_fill(eligible & drawn, mask_id)
 
 
-def at_loss(logits: torch.Tensor, targets: torch.Tensor, positions: torch.Tensor, per_sentence: bool):
+def at_loss(logits: torch.Tensor, targets: torch.Tensor, positions: torch.Tensor, per_sentence: bool,
+            balanced: bool = False):
     """(CE, accuracy) over the chosen positions: averaged per sentence then over sentences (Eq. 4), or over all
-    chosen positions at once (the code's mean over batch x length)."""
+    chosen positions at once (the code's mean over batch x length). `balanced`: each position's CE weighted by
+    n / (2 n_label) over the batch's chosen positions (the two labels then count alike; the accuracy is plain)."""
     ce = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), reduction="none").view(targets.shape)
+    if balanced:
+        low_share = (targets.float() * positions).sum() / positions.float().sum()
+        shares = torch.stack([1 - low_share, low_share]).clamp(min=1e-6)
+        ce = ce * (0.5 / shares)[targets]
     right = (logits.argmax(-1) == targets).float()
     w = positions.float()
     if per_sentence:
@@ -219,6 +246,8 @@ class SLTFAI(FrequencyAnalysed):
         require_choice(cfg, "isf_mask", list(ISF_RATES))
         require_choice(cfg, "isf_original", ["sentence", "view1"])
         require_choice(cfg, "warmup_rule", ["once", "every_epoch"])
+        require_choice(cfg, "at_class_weights", ["none", "balanced"])
+        require_choice(cfg, "grl_schedule", ["constant", "dann"])
         if not 0 < cfg["low_rate"] < 1:
             raise SreError(f"low_rate (lambda) must lie in (0, 1), got {cfg['low_rate']}: e.g. low_rate=0.5")
         for key in ("alpha", "beta", "temperature", "cl_rate", "isf_rate"):
@@ -268,13 +297,15 @@ class SLTFAI(FrequencyAnalysed):
         loss = self.cl_rate * contrastive
         with torch.set_grad_enabled(aux_on and torch.is_grad_enabled()):  # in the warm-up: no graph, records only
             if self.cfg["alpha"] > 0:
-                logits = self.similarity_discriminator(GradientReversal.apply(hidden[-1][:2 * rows]))
+                coefficient = grl_coefficient(step, self.cfg, self.steps_per_epoch)
+                logits = self.similarity_discriminator(GradientReversal.apply(hidden[-1][:2 * rows], coefficient))
                 targets = self.labels[ids].repeat(2, 1)
                 if self.cfg["at_positions"] == "tokens":
                     positions = (mask.bool() & ~self.special[ids]).repeat(2, 1)
                 else:
                     positions = torch.ones_like(targets, dtype=torch.bool)
-                terms["loss_at"], terms["at_accuracy"] = at_loss(logits, targets, positions, self.cfg["at_positions"] == "tokens")
+                terms["loss_at"], terms["at_accuracy"] = at_loss(logits, targets, positions, self.cfg["at_positions"] == "tokens",
+                                                                 self.cfg["at_class_weights"] == "balanced")
                 terms["at_majority"] = majority_share(targets, positions)
                 if aux_on:
                     loss = loss + self.cfg["alpha"] * terms["loss_at"]
