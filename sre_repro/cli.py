@@ -160,6 +160,10 @@ def cmd_records(args) -> int:
         for line in runs.migrate_store(args.results):
             print(line)
         return 0
+    if args.records_command == "adopt":
+        for line in fingerprints.adopt(args.results, args.data_dir):
+            print(line)
+        return 0
     if args.records_command == "accept":
         for line in fingerprints.accept(args.variants or None, args.results, args.data_dir, args.workers,
                                         args.other_versions):
@@ -249,6 +253,7 @@ def build_parser(train_help: bool = False) -> argparse.ArgumentParser:
     rc_sub = rc.add_subparsers(dest="records_command", required=True)
     for name, text in (("check", "recompute every variant's probe; exit 1 when one computes other numbers"),
                        ("accept", "commit the probes' current numbers (the records under the old ones read stale)"),
+                       ("adopt", "fingerprint the records an earlier commit computed, where its probe gives the committed numbers"),
                        ("migrate", "rewrite records of an older schema under their current keys")):
         one = rc_sub.add_parser(name, help=text)
         one.add_argument("--results", help="the results store (default: results/ or $SRE_REPRO_RESULTS)")

@@ -18,11 +18,14 @@ confirmed): a clone of that very tree needs no probe to know them confirmed (`re
 """
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
 import platform
+import subprocess
 import sys
+import tarfile
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -298,6 +301,84 @@ def accept(variants: list[str] | None = None, root=None, data_dir=None, workers:
     return lines
 
 
+# what `adopt` runs in a process of its own, on the package of the commit that computed the records
+_ADOPT_PROBE = """
+import json, sys
+from sre_repro import fingerprints, runs
+job = json.load(sys.stdin)
+numbers = {v: json.loads(json.dumps(fingerprints.run_probe(kind, cfg, job["data_dir"] or None))) for v, kind, cfg in job["jobs"]}
+print(json.dumps({"tree": runs.source_tree(), "numbers": numbers}))
+"""
+
+
+def _package_of(commit: str, folder: str) -> bool:
+    """Read `commit`'s package out of this checkout's git history into `folder`, beside links to the checkout's
+    models/ and configs/ (what the package reads from its repository); False where git lacks the commit."""
+    got = subprocess.run(["git", "-C", str(runs.REPO_ROOT), "archive", commit, "sre_repro"], capture_output=True,
+                         timeout=120) if commit else None
+    if got is None or got.returncode:
+        return False
+    with tarfile.open(fileobj=io.BytesIO(got.stdout)) as tar:
+        tar.extractall(folder, filter="data")
+    for name in ("models", "configs"):
+        if (runs.REPO_ROOT / name).exists():
+            os.symlink(runs.REPO_ROOT / name, Path(folder) / name)
+    return True
+
+
+def adopt(root=None, data_dir=None) -> list[str]:
+    """Name the committed fingerprint in the records that other source computed before their variant had one (a
+    lane on an earlier commit, a device's copy of the tree), where that source computes the committed numbers:
+    the record's commit's package is read out of git, its source tree must be the one the record names (library
+    versions aside), and the variant's probe runs on it in a process of its own. A record whose commit git lacks,
+    whose tree is not its commit's, or whose source computes other numbers keeps no fingerprint and reads stale;
+    each such group gets a line. Returns the lines to print."""
+    from .data.paths import resolve_data_dir
+
+    fingerprints, tree = committed(root), runs.source_tree()
+    groups: dict[tuple[str, str], list[tuple[Path, dict, str]]] = {}
+    for path, record in records(root).items():
+        for variant, mark in (record.get("fingerprints") or {}).items():
+            if mark is None and variant in fingerprints and not runs.computed_by(record, tree, other_versions=True):
+                key = (record.get("git_commit") or "", (record.get("source_tree") or "").split("-torch")[0])
+                groups.setdefault(key, []).append((path, record, variant))
+    lines = []
+    for (commit, made), held in sorted(groups.items()):
+        variants = sorted({v for _, _, v in held})
+        with tempfile.TemporaryDirectory() as folder:
+            if not _package_of(commit, folder):
+                lines.append(f"kept unnamed: {len(held)} record link(s) of commit {commit or '(none)'}, which this "
+                             "checkout's git history lacks")
+                continue
+            job = {"jobs": [(v, fingerprints[v]["kind"], fingerprints[v]["probe_config"]) for v in variants],
+                   "data_dir": str(resolve_data_dir(data_dir))}
+            env = {**os.environ, "PYTHONPATH": folder, "OMP_NUM_THREADS": "1",
+                   "SRE_REPRO_RESULTS": str(runs.results_dir(root)), "SRE_REPRO_WORK": str(runs.work_dir())}
+            done = subprocess.run([sys.executable, "-c", _ADOPT_PROBE], input=json.dumps(job), capture_output=True,
+                                  text=True, cwd=folder, env=env)
+            if done.returncode:
+                lines.append(f"kept unnamed: {len(held)} record link(s) of commit {commit}: its probe failed "
+                             f"({(done.stderr.strip().splitlines() or ['?'])[-1]})")
+                continue
+            result = json.loads(done.stdout.splitlines()[-1])
+        if result["tree"].split("-torch")[0] != made:
+            lines.append(f"kept unnamed: {len(held)} record link(s) of commit {commit}: computed by a tree other "
+                         "than the commit's (uncommitted changes)")
+            continue
+        same = {v for v in variants if first_difference(fingerprints[v]["numbers"], result["numbers"][v],
+                                                        other_cpu=fingerprints[v].get("hardware") != hardware()) is None}
+        for variant in variants:
+            count = sum(v == variant for _, _, v in held)
+            lines.append(f"{'adopted' if variant in same else 'kept unnamed'} {variant}: {count} record(s) of commit "
+                         f"{commit} {'compute' if variant in same else 'do not compute'} its committed numbers")
+        for path, record, variant in held:
+            if variant in same:
+                record["fingerprints"][variant] = fingerprints[variant]["fingerprint"]
+                record["digest"] = runs.content_digest(record)
+                runs.write_json_atomic(path, record)
+    return lines
+
+
 def _short(path: Path) -> str:
     return f"{path.parent.name}/{path.name}"
 
@@ -318,7 +399,8 @@ def report(state: dict) -> tuple[list[str], int]:
                      f"until recomputed, e.g. {_short(state['stale'][0])}")
     if state["other_source"]:
         lines.append(f"{len(state['other_source'])} record(s) without a fingerprint were computed by other source and "
-                     f"read stale, e.g. {_short(state['other_source'][0])}")
+                     f"read stale, e.g. {_short(state['other_source'][0])}; once their variants are accepted, "
+                     "`python -m sre_repro records adopt` names them where their own commit computes the same numbers")
     checked = len(state["fingerprints"]) - len(state["orphans"])
     how = "confirmed for this source tree by results/fingerprints/checked.json" if state["confirmed"] else "probed"
     lines.append(f"records check: {checked} variant(s) {how}, {len(state['changed'])} changed, "

@@ -243,3 +243,50 @@ def test_accepting_a_change_makes_the_old_records_stale_and_the_check_pass(finge
     finally:
         shutil.rmtree(copy / "sre_repro")
         shutil.copytree(ROOT / "sre_repro", copy / "sre_repro", ignore=shutil.ignore_patterns("__pycache__"))
+
+
+ADOPT_RECORD = """
+from sre_repro.evaluate.cached import cached
+from sre_repro.evaluate.model import eval_config
+cached("eval", eval_config(model_name="tiny-random", pooler="avg", tasks="stsb_dev", max_pairs=20))
+"""
+ADOPT_FINGERPRINT = """
+import json
+from sre_repro import fingerprints, runs
+from sre_repro.evaluate.model import eval_config
+cfg = fingerprints.probe_config("eval", eval_config(model_name="tiny-random", pooler="avg", tasks="stsb_dev", max_pairs=20))
+variant = next(iter(runs.variants("eval", cfg)))
+fingerprints.write_fingerprint(variant, "eval", cfg, json.loads(json.dumps(fingerprints.run_probe("eval", cfg))))
+"""
+
+
+def test_adopt_names_a_fingerprint_where_the_records_own_commit_computes_its_numbers(tmp_path, data_dir):
+    """A record an earlier commit computed before its variant had a fingerprint (a lane on an older checkout, a
+    device's copy) reads stale; `records adopt` probes the variant on that commit's package, read out of git,
+    and names the fingerprint only where the numbers are the committed ones."""
+    copy, store = tmp_path / "repo", tmp_path / "store"
+    shutil.copytree(ROOT / "sre_repro", copy / "sre_repro", ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "data").write_text(str(data_dir))
+    git = ["git", "-C", str(copy), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "sre_repro"], ["commit", "-q", "-m", "A"]):
+        subprocess.run(git + args, check=True, capture_output=True)
+    assert _run(copy, store, code=ADOPT_RECORD).returncode == 0  # computed by commit A, no fingerprint yet
+    _edit(copy, "runs.py", "def stale_reasons(", "# a later commit's comment\ndef stale_reasons(")  # tree B: same numbers
+    made = _run(copy, store, code=ADOPT_FINGERPRINT)
+    assert made.returncode == 0, made.stderr[-2000:]
+    (path,) = (store / "results" / "eval").glob("*.json")
+    (committed_path,) = (store / "results" / "fingerprints").glob("eval-*.json")
+    variant, committed = committed_path.stem, json.loads(committed_path.read_text())
+    assert json.loads(path.read_text())["fingerprints"] == {variant: None}
+    # committed numbers that commit A does not compute: the record stays unnamed
+    tampered = {**committed, "numbers": {"metrics": {"stsb_dev": committed["numbers"]["metrics"]["stsb_dev"] + 1.0}}}
+    committed_path.write_text(json.dumps(tampered))
+    done = _run(copy, store, "records", "adopt")
+    assert done.returncode == 0 and f"kept unnamed {variant}: 1 record(s) of commit" in done.stdout, done.stdout + done.stderr
+    assert json.loads(path.read_text())["fingerprints"] == {variant: None}
+    committed_path.write_text(json.dumps(committed))
+    done = _run(copy, store, "records", "adopt")
+    assert f"adopted {variant}: 1 record(s) of commit" in done.stdout, done.stdout + done.stderr
+    record = json.loads(path.read_text())
+    assert record["fingerprints"] == {variant: committed["fingerprint"]} and record["digest"] == runs.content_digest(record)
+    assert runs.stale_reasons(record, store / "results") == []  # served again
