@@ -29,7 +29,7 @@ AT_BOOK = {}  # issue 35: the AT training chosen on STS-B dev (chapters/slt_fai.
 
 def wanted() -> list[dict]:
     """Every converged run the ports read, in priority order (a run already cached is dropped by `plan`)."""
-    from sre_repro.chapters import byop, pt_bert, sarcse, slt_fai
+    from sre_repro.chapters import byop, paser, pt_bert, sarcse, slt_fai
 
     jobs = []
 
@@ -75,6 +75,23 @@ def wanted() -> list[dict]:
     add("slt_fai", S3, **slt_fai.VARIANTS["the paper's ISF rule"], **at)
     for rate in (0.1, 0.3, 0.7, 0.9):
         add("slt_fai", S3, low_rate=rate, **at)
+    # issue 36: PaSeR's rows (the headlines at 5 seeds, Eq. 2's signal and no augmentation at 3, supervised at 5
+    # beside supervised SimCSE) and every grid row at the first seed: depths 1-8, Table 4's augmentations,
+    # Table 5's maskings, Table 8's (m, n)
+    add("simcse", S5, train_data="sts_unlabeled")
+    add("paser", S5)
+    add("paser", S3, signal="paper")
+    add("paser", S3, augment="none")
+    add("simcse_sup", S5)
+    add("paser", S5, **paser.supervised_overrides("cpu"))
+    for n in (1, 2, 3, 4, 5, 7, 8):
+        add("paser", S3[:1], decoder_layers=n)
+    for how in ("rs", "rd", "sr+rd", "sr+rs"):
+        add("paser", S3[:1], augment=how)
+    for name in ("NP", "VP", "NP+VP", "RAKE top1", "RAKE top2", "RAKE top3", "RAKE top4"):
+        add("paser", S3[:1], **paser.masking(name))
+    for m, n in ((0.1, 1.0), (1.0, 1.0), (10.0, 1.0), (10.0, 0.1)):
+        add("paser", S3[:1], m=m, n=n)
     return jobs
 
 
@@ -94,7 +111,7 @@ def plan() -> list[dict]:
 
 
 def _worker(queue, done, deadline: float) -> None:
-    from sre_repro.chapters import slt_fai
+    from sre_repro.chapters import paser, slt_fai
     from sre_repro.config import use_cpu_recipe
     from sre_repro.train import train
 
@@ -104,9 +121,17 @@ def _worker(queue, done, deadline: float) -> None:
         try:
             record = train(dict(job))
             m, extra = record["metrics"], ""
-            if job["method"] == "slt_fai":  # its held-out discriminator check, while the kept weights are here
+            # the evaluations of its kept weights that the chapter reads, while the weights are here
+            if job["method"] == "slt_fai":
                 check = slt_fai.discriminator_check(record)["metrics"]
                 extra = " " + " ".join(f"{k} AUC {v['auc']:.3f} bal {v['balanced_accuracy']:.3f}" for k, v in check.items())
+            if job["method"] == "paser":
+                held = paser.decoder_check(record)["metrics"]["held_out"]
+                extra = f" decoder loss {held['loss']:.3f} vs another's signal {held['loss_shuffled']:.3f}"
+                if set(job) == {"method", "scale", "seed"} and job["seed"] == S5[0]:  # Table 9: the preset's first seed
+                    paser.pooler_scores(record, paser.grid("poolers", "cpu"))
+            if job["method"] in ("paser", "simcse_sup") or job.get("train_data") == "sts_unlabeled":
+                extra += f" QQP MAP {paser.retrieval(record)['metrics']['map']:.2f}"
             done.put(f"OK {job} dev {m['stsb_dev_best']:.2f}@{m['best_step']} avg {m['sts']['avg']:.2f} "
                      f"{time.time() - started:.0f}s{extra}")
         except Exception:  # one failed run must not stop the others; its traceback is the report

@@ -44,7 +44,7 @@ SIZE_KNOBS = ("seed", "scale", "max_steps", "epochs", "batch_size", "max_train_e
 EVALUATION_SIZE_KNOBS = {"eval": ("max_pairs",), "transfer": ("max_examples",), "hard_subset": ("max_pairs",),
                          "frequency": ("n_sentences",), "retrieval": ("max_pairs",), "poolers": (),
                          "reconstruction": ("max_sentences",), "discriminators": ("max_sentences",),
-                         "length_control": ("max_pairs",), "h_test": ("max_pairs",)}
+                         "decoder_check": ("max_sentences",), "length_control": ("max_pairs",), "h_test": ("max_pairs",)}
 
 
 # Folders of the results store that hold no run records: the variants' fingerprints, the chapters' verdict rows

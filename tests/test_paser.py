@@ -1,6 +1,7 @@
 """PaSeR: RAKE against a hand-worked ranking, masking (length, special tokens), EDA keeping the masks, the
 decoding signal of both readings by hand, the decoder's labels and loss against a direct computation,
 gradients and the shared embeddings, QQP retrieval metrics by hand, SimCSE + MLM's loss, and bad input."""
+import math
 import random
 
 import numpy as np
@@ -167,6 +168,35 @@ def test_loss_equals_cross_entropy_and_mlm_computed_directly(method):
         assert torch.allclose(terms["loss"], expected + 1.0 * mlm, atol=1e-5)
     finally:
         method.train()
+
+
+def test_the_decoder_check_sets_each_sentences_own_signal_against_a_neighbours(method):
+    from sre_repro.data.corpora import nltk_data
+    from sre_repro.encoder import evaluating
+    from sre_repro.evaluate.decoder import decoder_check
+
+    held_out = ["A man is playing a large flute.", "Two dogs run across the green field.", "The stock market fell sharply."]
+    out = decoder_check(method, held_out, training=[*held_out, "the."], examples=held_out[:1], batch_size=8)
+    # by hand: one batch, views drawn as the check draws them; the decoder fed the memory as it is, then rolled by one
+    rng = random.Random(0)
+    with nltk_data(method.data_dir):
+        views = [method.views(s, rng, how="none") for s in held_out]
+    batch = method.tensors(*(list(x) for x in zip(*views)))
+    with evaluating(method), torch.no_grad():
+        z = method.encoder.embed({k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}, pooler="cls")
+        memory = method.memory(z[:3], z[3:])
+        own, _ = method.generative_loss(memory, batch)
+        other, _ = method.generative_loss(memory[[2, 0, 1]], batch)
+    labels = batch["labels"][batch["labels"] != -100].tolist()
+    shares = np.array([labels.count(t) for t in set(labels)]) / len(labels)
+    row = out["held_out"]
+    assert math.isclose(row["loss"], float(own), rel_tol=1e-5) and math.isclose(row["loss_shuffled"], float(other), rel_tol=1e-5)
+    assert row["loss"] != row["loss_shuffled"] and row["target_tokens"] == len(labels)
+    assert math.isclose(row["unigram_entropy"], float(-(shares * np.log(shares)).sum()), rel_tol=1e-9)
+    # "the." holds no phrase: one of the four training sentences gives the decoder nothing to rebuild
+    assert out["training"] == {"sentences": 4, "no_decoder_loss": 0.25}
+    (example,) = out["examples"]
+    assert example["sentence"] == held_out[0] and "[MASK]" in example["masked"] and example["target"] == views[0][2]
 
 
 def test_decoder_and_head_get_gradients_and_the_embeddings_are_shared(method):

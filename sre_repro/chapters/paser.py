@@ -124,6 +124,19 @@ def pooler_scores(run: dict, poolers: list[str], data_dir=None, force: bool = Fa
                   allow_stale=allow_stale)
 
 
+# held-out sentences of the decoder check (evaluate/decoder.py), and as many training sentences for its share
+DECODER_SENTENCES = {"smoke": 32, "cpu": 1000, "paper": 2000}
+
+
+def decoder_check(run: dict, data_dir=None, force: bool = False, allow_stale: bool = True) -> dict:
+    """Does the kept decoder read the sentence embeddings? Its held-out loss with each sentence's own signal and
+    with a neighbour's, the targets' unigram entropy, the training sentences without decoder loss and three
+    masked views: a cached record of kind "decoder_check" (trained once where this machine lacks the weights)."""
+    cfg = resolve(overrides=run["config"])
+    return cached("decoder_check", {"run": cfg, "max_sentences": DECODER_SENTENCES[cfg["scale"]]}, data_dir, force,
+                  allow_stale=allow_stale)
+
+
 # ----- tables -----------------------------------------------------------------------------------------------------
 
 def ablation_row(runs: list[dict]) -> list[float]:

@@ -8,21 +8,24 @@ model as it is), "retrieval" (QQP), "poolers" (the STS of a run's kept weights u
 "reconstruction" (SARCSE's reconstruction loss of a run's kept weights beside its trivial baseline),
 "discriminators" (how well SLT-FAI's kept discriminators separate their classes on held-out sentences),
 "length_control" (PT-BERT's control of length against difficulty: evaluate/hard_subset.py), "h_test" (a PT-BERT
-run's STS tested with its final embedding h beside the encoder's, as the official code's `return_poly`). A config
+run's STS tested with its final embedding h beside the encoder's, as the official code's `return_poly`),
+"decoder_check" (whether PaSeR's decoder reads the sentence embeddings: evaluate/decoder.py). A config
 with a "run" key (a resolved training config) evaluates that run's kept weights (trained once where this
 machine lacks them: train.kept_checkpoint).
 """
 from __future__ import annotations
 
+import random
 import time
 
 import numpy as np
 
 from .. import runs
-from ..data.corpora import snli_triplets, unlabeled_sts
+from ..data.corpora import snli_triplets, unlabeled_sts, wiki1m
 from ..data.sts import load_split
 from ..encoder import load_encoder
 from ..train import trained_method
+from .decoder import decoder_check
 from .discriminators import discriminator_separation
 from .frequency import frequency_analysis
 from .hard_subset import evaluate_hard_subset, evaluate_length_control
@@ -111,6 +114,18 @@ def _reconstruction(cfg: dict, data_dir=None) -> dict:
     return {"reconstruction": method.reconstruction_against_constant(sentences)}
 
 
+def _decoder_check(cfg: dict, data_dir=None) -> dict:
+    """PaSeR's decoder on held-out sentences (evaluate/decoder.py): wiki-sample sentences that are not among the
+    run's training sentences, the share of a sample of those without decoder loss, three STS-B test sentences'
+    masked views."""
+    method = trained_method(cfg["run"], data_dir=data_dir)
+    training = [e if isinstance(e, str) else e[0] for e in method.corpus(data_dir)]  # supervised: the premises
+    seen, n = set(training), cfg["max_sentences"] or None
+    held_out = [s for s in dict.fromkeys(wiki1m(data_dir)) if s not in seen][:n]
+    examples = list(dict.fromkeys(load_split("STSBenchmark", "test", data_dir).sent1))[:3]
+    return decoder_check(method, held_out, random.Random(0).sample(training, min(len(training), n or len(training))), examples)
+
+
 def _discriminators(cfg: dict, data_dir=None) -> dict:
     """SLT-FAI's discriminators on held-out sentences (evaluate/discriminators.py): SNLI premises that are not
     among the run's own training sentences (neither the wiki sample nor the STS sentences train on SNLI)."""
@@ -122,7 +137,8 @@ def _discriminators(cfg: dict, data_dir=None) -> dict:
 
 COMPUTE = {"eval": _eval, "transfer": _transfer, "hard_subset": _hard_subset, "frequency": _frequency,
            "retrieval": _retrieval, "poolers": _poolers, "reconstruction": _reconstruction,
-           "discriminators": _discriminators, "length_control": _length_control, "h_test": _h_test}
+           "discriminators": _discriminators, "length_control": _length_control, "h_test": _h_test,
+           "decoder_check": _decoder_check}
 assert set(COMPUTE) == set(runs.EVALUATION_SIZE_KNOBS)
 
 
