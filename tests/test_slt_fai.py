@@ -413,3 +413,24 @@ def test_discriminators_are_read_on_word_tokens_and_on_changed_copies(data_dir):
                       method.encoder.tokenizer.mask_token_id, torch.Generator().manual_seed(MASK_SEED))
     assert result["information"]["n"] == 2 * int((masked != ids).any(1).sum())  # each changed sentence and its copy
     assert 0.0 <= result["similarity"]["auc"] <= 1.0 and result["similarity"]["majority"] >= 0.5
+
+
+def test_the_at_study_chooses_on_dev_among_the_settings_whose_discriminator_engaged():
+    from sre_repro.chapters import slt_fai as chapter
+
+    def run(weights, dev, majority):
+        point = {"step": 40, "at_majority": majority, "loss_at": 0.3}
+        return {"config": {"at_class_weights": weights}, "dev_curve": [point],
+                "metrics": {"stsb_dev_best": dev, "best_step": 40, "frequency": {"tokens": {"probe_accuracy": 0.8}}}}
+
+    runs = {"plain": run("none", 67.0, 0.9), "balanced": run("balanced", 66.4, 0.9)}
+    checks = {"plain": {"similarity": {"auc": 0.55, "balanced_accuracy": 0.52}},
+              "balanced": {"similarity": {"auc": 0.75, "balanced_accuracy": 0.63}}}
+    table = chapter.at_training_table(runs, checks)
+    assert list(table["engaged"]) == ["no", "yes"]
+    # by hand: plain CE's constant guess costs the labels' entropy at a 90 % majority; balanced CE's costs ln 2
+    assert table.loc["plain", "constant guess"] == round(-(0.9 * math.log(0.9) + 0.1 * math.log(0.1)), 3) == 0.325
+    assert table.loc["balanced", "constant guess"] == round(math.log(2), 3)
+    assert chapter.chosen_at_training(table) == "balanced"  # the better dev score did not engage
+    checks["balanced"]["similarity"]["balanced_accuracy"] = 0.55
+    assert chapter.chosen_at_training(chapter.at_training_table(runs, checks)) == "plain"  # none engaged: the paper's

@@ -4,11 +4,12 @@ readings of the paper and the code, the lambda grid of Figure 4, the frequency a
 paper's effects."""
 from __future__ import annotations
 
+import math
 
 import numpy as np
 import pandas as pd
 
-from .. import book
+from .. import book, protocol
 from ..config import resolve
 from ..errors import SreError
 from ..evaluate.cached import cached
@@ -163,6 +164,33 @@ def discriminator_check(run: dict, data_dir=None, force: bool = False, allow_sta
     cfg = resolve(overrides=run["config"])
     key = {"run": cfg, "max_sentences": DISCRIMINATOR_SENTENCES[cfg["scale"]]}
     return cached("discriminators", key, data_dir, force, allow_stale=allow_stale)
+
+
+def at_training_table(runs: dict[str, dict], checks: dict[str, dict]) -> pd.DataFrame:
+    """AT_TRAINING's study, a row per setting (name -> its run; name -> its discriminator_check metrics): STS-B dev
+    at the kept step (the choice is made on it), the held-out similarity discriminator (ROC AUC, balanced accuracy
+    and whether it engaged by the protocol's rule), its training loss over the kept interval beside a constant
+    guess's (ln 2 under balanced CE; the labels' entropy at the majority share under plain CE), and how well a
+    fresh probe still reads frequency from the token states."""
+    rows = {}
+    for name, run in runs.items():
+        held, kept = checks[name]["similarity"], kept_point(run)
+        engaged, _ = protocol.engaged("classifier", balanced_accuracy=held["balanced_accuracy"])
+        m = kept["at_majority"]
+        guess = math.log(2) if run["config"]["at_class_weights"] == "balanced" else -(m * math.log(m) + (1 - m) * math.log(1 - m))
+        rows[name] = {"STS-B dev (kept)": round(run["metrics"]["stsb_dev_best"], 2), "kept step": run["metrics"]["best_step"],
+                      "held-out AUC": round(held["auc"], 3), "held-out balanced accuracy": round(held["balanced_accuracy"], 3),
+                      "engaged": "yes" if engaged else "no", "AT loss (kept interval)": round(kept["loss_at"], 3),
+                      "constant guess": round(guess, 3),
+                      "frequency probe on the token states": round(run["metrics"]["frequency"]["tokens"]["probe_accuracy"], 3)}
+    return pd.DataFrame(rows).T
+
+
+def chosen_at_training(table: pd.DataFrame) -> str:
+    """The setting with the best STS-B dev among those whose discriminator engaged (the paper's and the code's own,
+    the first, where none did)."""
+    engaged = table[table["engaged"] == "yes"]
+    return str(engaged["STS-B dev (kept)"].astype(float).idxmax()) if len(engaged) else str(table.index[0])
 
 
 def discriminator_table(groups: dict[str, list[dict]]) -> pd.DataFrame:

@@ -23,30 +23,20 @@ the defaults are the paper's except for ISF's masking rule (shared/notes/officia
                  code: Linear stacks without activations and a ReLU on the 2 logits (AT: d-2d-2d-d-2, ISF: d-d-2)
   at_positions   tokens: each sentence's word tokens, averaged per sentence then over sentences (Eq. 4) |
                  all: every batch x length position, padding and special tokens included (the code)
-  isf_mask       high: each HIGH-frequency token with p = 0.5 (the code's `labels == 0`, hard-coded; the default) |
-                 low: each low-frequency word(piece) with probability isf_rate = epsilon = 0.2 (the paper's "sampling
-                 ratio", read as one Bernoulli draw per token). The book uses the code's rule: the paper's numbers
-                 come from it, and the paper's rule leaves most copies equal to the original on the STS corpus
-                 (about half of its sentences hold no low-frequency word), where no discriminator can separate them
-  isf_original   sentence: the sentence as it is, h_i of Eq. 7 (on ConSERT one more unaugmented row; on SimCSE
-                 the first dropout view, which is the sentence as SimCSE encodes it) | view1: ConSERT's first
-                 view, feature cutoff (the code's rep_a_view1): the discriminator can then tell the two apart by
-                 the cutoff alone, even where nothing was masked
+  isf_mask       high: each HIGH-frequency token with p = 0.5 (the code's hard-coded `labels == 0`; the book's: the
+                 paper's numbers come from it, and on the STS corpus the paper's rule leaves most copies unchanged) |
+                 low: each LOW word(piece) with p = isf_rate = epsilon = 0.2 (the paper's "sampling ratio")
+  isf_original   sentence: h_i of Eq. 7, the sentence as it is (SimCSE: its first dropout view) | view1: ConSERT's
+                 feature-cutoff view (the code's rep_a_view1), told apart by the cutoff even where nothing is masked
   warmup_rule    once: off for the first warmup_epochs (the paper) | every_epoch: off in the first
                  (warmup_epochs - int(warmup_epochs)) of every epoch from epoch int(warmup_epochs) (the code)
-Two knobs that neither the paper nor the code sets, for a similarity discriminator that would otherwise learn
-nothing (its labels are ~93 % HIGH on word tokens, and plain CE is then near its minimum at the base rate):
-  at_class_weights  none (the paper and the code) | balanced: each position weighted by the inverse of its
-                 label's share of the batch's positions (the constant guess then costs ln 2, not the base rate's
-                 entropy)
-  grl_schedule   constant (the code: c = 1) | dann: the schedule of the GRL's source (Ganin and Lempitsky, cited
-                 for the GRL in Sec. 3.2), c = 2 / (1 + exp(-10 p)) - 1 with p the share of the run's steps done,
-                 so the discriminator learns before the encoder is pushed against it
-The contrastive term is the official NT-Xent (both directions, intra-view negatives, positive in the
-denominator), not Eq. 9 as printed (one direction, positive excluded from the denominator).
-`aux_warmup_steps` >= 0 counts the warm-up in steps instead: at cpu a run is a few per cent of an epoch, so a
-warm-up in epochs would never end. With alpha = beta = 0 the method is its backbone (the `consert` method, or
-`simcse` with the same views).
+Set by neither, for an AT discriminator that otherwise sits at its base rate (word tokens are ~93 % HIGH):
+  at_class_weights  none (both) | balanced: CE weighted by the inverse label share (a constant guess costs ln 2)
+  grl_schedule   constant (the code: c = 1) | dann: Ganin and Lempitsky's c = 2 / (1 + exp(-10 p)) - 1, p the
+                 share of the run done (the GRL's source, cited in Sec. 3.2): the discriminator learns first
+The contrastive term is the official NT-Xent (both directions, intra-view negatives), not Eq. 9 as printed.
+`aux_warmup_steps` >= 0 counts the warm-up in steps (a cpu run is a few per cent of an epoch). With alpha = beta
+= 0 the method is its backbone (`consert`, or `simcse` with the same views).
 """
 from __future__ import annotations
 
@@ -194,10 +184,9 @@ class SLTFAI(FrequencyAnalysed):
 
     @staticmethod
     def backbone_presets(scale: str, overrides: dict, defaults: dict, scale_presets: dict) -> dict:
-        """With the SimCSE backbone, SimCSE's presets of the scale (`defaults`: the common knobs', `scale_presets`:
-        the scale's, both from config.py) replace ConSERT's recipe (corpus, length, optimiser, schedule, poolers),
-        with the paper's batch of 32 at paper scale and, at cpu, the paper's warm-up share in steps (0.1 of
-        SimCSE's one epoch: 10 of its 100 fixed-budget steps, 60 of its 600-step cap)."""
+        """With the SimCSE backbone, SimCSE's presets of the scale (`defaults`, `scale_presets`: config.py's) replace
+        ConSERT's recipe, with the paper's batch of 32 at paper scale and, at cpu, its warm-up share in steps (0.1
+        of SimCSE's epoch: 10 of 100 fixed-budget steps, 60 of the 600-step cap)."""
         if overrides.get("backbone") != "simcse":
             return {}
         simcse = {**{k: defaults[k] for k in ("train_data", "max_len", "weight_decay", "adam_eps", "warmup_ratio")},
