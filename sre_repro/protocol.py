@@ -9,8 +9,9 @@ curve whenever a run is judged (claims.run_flag), so a record is judged by the r
 was trained under.
 
 Engagement. A component is tested only when its mechanism engaged, judged on the mechanism, never on moving
-weights alone: a discriminator or classifier beats chance on its own task (balanced accuracy at least
-0.5 + `CHANCE_MARGIN`, so one at its majority-class rate is not engaged); a reconstruction, decoder or MLM term falls
+weights alone: a discriminator or classifier beats chance on its own task (balanced accuracy, or where it ranks
+without deciding, as a discriminator trained on rare labels does, ROC AUC, at least 0.5 + `CHANCE_MARGIN`: one at
+its majority-class rate is engaged by neither); a reconstruction, decoder or MLM term falls
 by at least `LOSS_FALL` of its first value and ends below its trivial baseline (e.g. the unigram entropy); a margin
 or perturbation changes the loss of the same batch by at least `PERTURBATION_SHARE`.
 
@@ -35,7 +36,7 @@ from scipy import optimize, stats
 
 DEV_TOLERANCE = 0.25      # STS-B dev points: a smaller gain of a run's best is no real change (the appendix's rule
                           # and cap are chosen within it; a run at its cap still gaining this much is still improving)
-CHANCE_MARGIN = 0.1       # balanced accuracy above 0.5 + this: the classifier reads its task
+CHANCE_MARGIN = 0.1       # balanced accuracy (or ROC AUC) above 0.5 + this: the classifier reads its task
 LOSS_FALL = 0.10          # a reconstruction-type term must fall by this share of its first value
 PERTURBATION_SHARE = 0.01  # a margin must change the same batch's loss by this share
 CLAIM_TYPES = ("superiority", "equivalence", "non-inferiority", "geometry", "variance")
@@ -98,15 +99,17 @@ def balanced_accuracy(predictions, labels) -> float:
 
 def engaged(kind: str, **evidence) -> tuple[bool, str]:
     """(engaged?, why) for a component's mechanism. kind and its evidence:
-    classifier     balanced_accuracy
+    classifier     balanced_accuracy, or auc (ROC AUC: a ranking that a 0.5 cut need not show; judged on it
+                   when given)
     reconstruction first, kept (the term's values), baseline (its trivial value, e.g. unigram entropy in nats);
                    compared (optional): the value set against the baseline where the two are measured elsewhere
                    alike (e.g. held-out sentences in eval mode), instead of kept
     perturbation   plain, perturbed (the same batch's loss without and with the margin)"""
     if kind == "classifier":
-        score = evidence["balanced_accuracy"]
+        name = "ROC AUC" if "auc" in evidence else "balanced accuracy"
+        score = evidence["auc"] if "auc" in evidence else evidence["balanced_accuracy"]
         ok = score >= 0.5 + CHANCE_MARGIN
-        return ok, f"balanced accuracy {score:.3f} {'>=' if ok else '<'} {0.5 + CHANCE_MARGIN:.2f} (chance 0.5)"
+        return ok, f"{name} {score:.3f} {'>=' if ok else '<'} {0.5 + CHANCE_MARGIN:.2f} (chance 0.5)"
     if kind == "reconstruction":
         first, kept, baseline = evidence["first"], evidence["kept"], evidence["baseline"]
         compared = evidence.get("compared", kept)  # the value set against the baseline, measured alike (default kept)

@@ -64,6 +64,20 @@ def test_a_discriminator_at_its_majority_rate_is_not_engaged_and_one_at_0_7_is()
     assert not protocol.engaged("classifier", balanced_accuracy=0.59)[0]
 
 
+def test_a_discriminator_that_ranks_its_rare_class_without_crossing_one_half_is_engaged_on_its_auc():
+    from sklearn.metrics import roc_auc_score
+
+    labels = np.array([0] * 93 + [1] * 7)
+    p_low = np.where(labels == 1, 0.3, 0.1)  # every LOW token above every HIGH one, none above 0.5
+    p_low[:20] = 0.35  # 20 HIGH tokens rank above the LOW ones
+    auc = roc_auc_score(labels, p_low)
+    assert auc == pytest.approx(73 / 93)  # by hand: each LOW token outranks 73 of the 93 HIGH ones
+    assert protocol.balanced_accuracy((p_low > 0.5).astype(int), labels) == 0.5  # the 0.5 cut says nothing
+    ok, why = protocol.engaged("classifier", auc=auc, balanced_accuracy=0.5)
+    assert ok and why.startswith("ROC AUC 0.785 >= 0.60")
+    assert not protocol.engaged("classifier", auc=0.55)[0]
+
+
 def test_a_reconstruction_term_must_fall_and_end_below_its_trivial_baseline():
     entropy = 6.2  # nats: what predicting the unigram distribution costs
     assert protocol.engaged("reconstruction", first=9.0, kept=5.0, baseline=entropy)[0]

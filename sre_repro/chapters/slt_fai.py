@@ -169,13 +169,13 @@ def discriminator_check(run: dict, data_dir=None, force: bool = False, allow_sta
 def at_training_table(runs: dict[str, dict], checks: dict[str, dict]) -> pd.DataFrame:
     """AT_TRAINING's study, a row per setting (name -> its run; name -> its discriminator_check metrics): STS-B dev
     at the kept step (the choice is made on it), the held-out similarity discriminator (ROC AUC, balanced accuracy
-    and whether it engaged by the protocol's rule), its training loss over the kept interval beside a constant
+    and whether it engaged by the protocol's rule, read on the AUC), its training loss over the kept interval beside a constant
     guess's (ln 2 under balanced CE; the labels' entropy at the majority share under plain CE), and how well a
     fresh probe still reads frequency from the token states."""
     rows = {}
     for name, run in runs.items():
         held, kept = checks[name]["similarity"], kept_point(run)
-        engaged, _ = protocol.engaged("classifier", balanced_accuracy=held["balanced_accuracy"])
+        engaged, _ = protocol.engaged("classifier", auc=held["auc"])  # plain CE on 7 % LOW labels rarely crosses 0.5
         m = kept["at_majority"]
         guess = math.log(2) if run["config"]["at_class_weights"] == "balanced" else -(m * math.log(m) + (1 - m) * math.log(1 - m))
         rows[name] = {"STS-B dev (kept)": round(run["metrics"]["stsb_dev_best"], 2), "kept step": run["metrics"]["best_step"],

@@ -2,7 +2,8 @@
 by measures a base rate cannot fake. The similarity discriminator's labels are 93 % HIGH / 7 % LOW on the word
 tokens, so its plain accuracy sits at the majority share whether it learned or not; the ROC AUC (0.5: no
 separation, whatever the base rate) and the balanced accuracy (the mean of the per-class recalls, 0.5 for any
-constant answer) are read instead, beside the majority share. protocol.engaged("classifier") judges the latter.
+constant answer) are read instead, beside the majority share. protocol.engaged("classifier") judges either (the
+AUC where a discriminator ranks its rare class without its probability crossing 0.5).
 
 similarity     the last layer's token states of the sentence as it is (eval mode, no augmentation) -> P(LOW) per
                word token (special tokens and padding aside, as Eq. 4's positions), against the token's label
