@@ -141,17 +141,18 @@ def _worker(queue, done, deadline: float) -> None:
     done.put(None)
 
 
-def _records() -> set[Path]:
+def _records() -> dict[Path, int]:
     from sre_repro import runs
 
-    return set(runs.results_dir().glob("*/*.json"))
+    return {path: path.stat().st_mtime_ns for path in runs.results_dir().glob("*/*.json")}
 
 
-def _pack(before: set, folder: Path) -> int:
-    """Every record new since `before` into folder/records.tar, as results/<kind>/<hash>.json (untar in the repo)."""
+def _pack(before: dict, folder: Path) -> int:
+    """Every record new or rewritten since `before` (a stale one recomputed keeps its path) into
+    folder/records.tar, as results/<kind>/<hash>.json (untar in the repo)."""
     from sre_repro import runs
 
-    new = sorted(_records() - before)
+    new = sorted(path for path, mtime in _records().items() if before.get(path) != mtime)
     tmp = folder / "records.tar.tmp"
     with tarfile.open(tmp, "w") as tar:
         for path in new:

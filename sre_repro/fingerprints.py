@@ -226,17 +226,19 @@ def status(root=None, data_dir=None, workers: int = 2, full: bool = False, other
     fingerprints = committed(root)
     users: dict[str, list[Path]] = {}
     pending: dict[str, tuple[str, dict]] = {}  # variant -> (kind, probe config) of records without a fingerprint
+    unclaimed: dict[str, tuple[str, dict]] = {}  # the same for variants whose every such record other source computed
     stale, other_source = [], []
     tree = runs.source_tree()  # the source the probes below compute with
     for path, record in held.items():
         kind = record.get("kind")
         for variant, fingerprint in (record.get("fingerprints") or {}).items():
             users.setdefault(variant, []).append(path)
-            if fingerprint is None and variant not in fingerprints:
-                if runs.computed_by(record, tree, other_versions):
-                    pending.setdefault(variant, _variant_probe(kind, record["config"], variant))
-                else:
-                    other_source.append(path)
+            if fingerprint is None and not runs.computed_by(record, tree, other_versions):
+                other_source.append(path)  # named by `adopt` alone, once its variant has a fingerprint
+                if variant not in fingerprints:
+                    unclaimed.setdefault(variant, _variant_probe(kind, record["config"], variant))
+            elif fingerprint is None and variant not in fingerprints:
+                pending.setdefault(variant, _variant_probe(kind, record["config"], variant))
             elif fingerprint is not None and fingerprint != fingerprints.get(variant, {}).get("fingerprint"):
                 stale.append(path)
     jobs = [(v, f["kind"], f["probe_config"]) for v, f in fingerprints.items() if v in users]
@@ -246,7 +248,8 @@ def status(root=None, data_dir=None, workers: int = 2, full: bool = False, other
     changed = {v: diff for v, f in fingerprints.items() if v in numbers
                and (diff := first_difference(f["numbers"], numbers[v], other_cpu=f.get("hardware") != here))}
     return {"changed": changed, "users": users, "confirmed": confirmed, "tree": tree, "stale": sorted(set(stale)), "other_source": sorted(set(other_source)),
-            "pending": pending, "numbers": numbers, "fingerprints": fingerprints,
+            "pending": pending, "unclaimed": {v: job for v, job in unclaimed.items() if v not in pending},
+            "numbers": numbers, "fingerprints": fingerprints,
             "orphans": sorted(set(fingerprints) - set(users))}
 
 
@@ -267,24 +270,42 @@ def write_fingerprint(variant: str, kind: str, probe_cfg: dict, numbers: dict, r
     return fingerprint
 
 
+def _mark(path: Path, record: dict, marks: dict[str, str]) -> bool:
+    """Name fingerprints in a record read earlier from `path`, unless it fails its digest (damaged or edited: it
+    stays as it is, to be set aside by its next reader) or another process rewrote it since (True: written)."""
+    digest = record.get("digest")
+    if digest != runs.content_digest(record):
+        return False
+    try:
+        if json.loads(path.read_text()).get("digest") != digest:
+            return False
+    except (OSError, ValueError):
+        return False
+    record = {**record, "fingerprints": {**record["fingerprints"], **marks}}
+    record["digest"] = runs.content_digest(record)
+    runs.write_json_atomic(path, record)
+    return True
+
+
 def accept(variants: list[str] | None = None, root=None, data_dir=None, workers: int = 2,
            other_versions: bool = False) -> list[str]:
-    """Commit the probes' current numbers for `variants` (default: every changed or unfingerprinted one) and
-    name the new fingerprints in the records computed by this very source that had none (`other_versions`: also
-    those it computed under other library versions, e.g. a GPU image's torch; each names its versions and
-    hardware). Records computed under an older fingerprint keep it, and so read stale until recomputed. Returns
-    the lines to print."""
+    """Commit the probes' current numbers for `variants` (default: every changed or unfingerprinted one, those
+    whose records other source computed included: `adopt` then names them) and name the new fingerprints in the
+    records computed by this very source that had none (`other_versions`: also those it computed under other
+    library versions, e.g. a GPU image's torch; each names its versions and hardware). Records computed under an
+    older fingerprint keep it, and so read stale until recomputed. Returns the lines to print."""
     state = status(root, data_dir, workers, full=True, other_versions=other_versions)
-    wanted = set(variants or [*state["changed"], *state["pending"]])
-    unknown = wanted - set(state["fingerprints"]) - set(state["pending"])
+    new = {**state["unclaimed"], **state["pending"]}
+    wanted = set(variants or [*state["changed"], *new])
+    unknown = wanted - set(state["fingerprints"]) - set(new)
     if unknown:
         raise SreError(f"no record rests on variant {sorted(unknown)[0]}: `python -m sre_repro records check` "
                             "lists the variants")
-    fresh = probe_all([(v, *state["pending"][v]) for v in wanted if v in state["pending"]], data_dir, workers)
+    fresh = probe_all([(v, *new[v]) for v in wanted if v in new], data_dir, workers)
     lines = []
     for variant in sorted(wanted):
-        kind, cfg = state["pending"].get(variant) or (state["fingerprints"][variant]["kind"],
-                                                      state["fingerprints"][variant]["probe_config"])
+        kind, cfg = new.get(variant) or (state["fingerprints"][variant]["kind"],
+                                         state["fingerprints"][variant]["probe_config"])
         numbers = fresh.get(variant) or state["numbers"][variant]
         fingerprint = write_fingerprint(variant, kind, cfg, numbers, root)
         lines.append(f"accepted {variant}: fingerprint {fingerprint}")
@@ -293,46 +314,65 @@ def accept(variants: list[str] | None = None, root=None, data_dir=None, workers:
         marks = record.get("fingerprints") or {}
         todo = [v for v, f in marks.items() if f is None and v in wanted and runs.computed_by(record, tree, other_versions)]
         if todo:
-            record["fingerprints"] = {**marks, **{v: runs.committed_fingerprint(v, root) for v in todo}}
-            record["digest"] = runs.content_digest(record)
-            runs.write_json_atomic(path, record)
+            _mark(path, record, {v: runs.committed_fingerprint(v, root) for v in todo})
     if not {v for v in state["changed"] if v not in wanted}:
         write_stamp(state["tree"], root)
     return lines
 
 
-# what `adopt` runs in a process of its own, on the package of the commit that computed the records
+# what `adopt` runs in a process of its own, on the package of the commit that computed the records; knobs that
+# package lacks are left out where the config holds their default (a knob added since computes what it lacked)
 _ADOPT_PROBE = """
 import json, sys
-from sre_repro import fingerprints, runs
+from sre_repro import fingerprints
+from sre_repro.config import CommonConfig, field_types
+from sre_repro.methods import get_method
 job = json.load(sys.stdin)
-numbers = {v: json.loads(json.dumps(fingerprints.run_probe(kind, cfg, job["data_dir"] or None))) for v, kind, cfg in job["jobs"]}
-print(json.dumps({"tree": runs.source_tree(), "numbers": numbers}))
+def known(cfg, defaults):
+    types = field_types(CommonConfig, get_method(cfg["method"]).Params)
+    return {k: v for k, v in cfg.items() if k in types or defaults.get(k, v) != v}
+numbers = {}
+for variant, kind, cfg, defaults in job["jobs"]:
+    if "run" in cfg or "method" in cfg:  # a training run's config, or an evaluation of one's kept weights
+        cfg = {**cfg, "run": known(cfg["run"], defaults)} if "run" in cfg else known(cfg, defaults)
+    numbers[variant] = json.loads(json.dumps(fingerprints.run_probe(kind, cfg, job["data_dir"])))
+print(json.dumps(numbers))
 """
 
 
-def _package_of(commit: str, folder: str) -> bool:
+def _package_of(commit: str, folder: Path) -> bool:
     """Read `commit`'s package out of this checkout's git history into `folder`, beside links to the checkout's
     models/ and configs/ (what the package reads from its repository); False where git lacks the commit."""
     got = subprocess.run(["git", "-C", str(runs.REPO_ROOT), "archive", commit, "sre_repro"], capture_output=True,
                          timeout=120) if commit else None
     if got is None or got.returncode:
         return False
-    with tarfile.open(fileobj=io.BytesIO(got.stdout)) as tar:
-        tar.extractall(folder, filter="data")
+    with tarfile.open(fileobj=io.BytesIO(got.stdout)) as tar:  # our own history: trusted
+        tar.extractall(folder, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
     for name in ("models", "configs"):
         if (runs.REPO_ROOT / name).exists():
-            os.symlink(runs.REPO_ROOT / name, Path(folder) / name)
+            os.symlink(runs.REPO_ROOT / name, folder / name)
     return True
+
+
+def _defaults(kind: str, cfg: dict) -> dict:
+    """The knob defaults of the method a (probe) config trains, its run's for an evaluation of kept weights."""
+    import dataclasses
+
+    from .config import CommonConfig
+
+    method = (cfg["run"] if "run" in cfg else cfg).get("method")
+    return {**dataclasses.asdict(CommonConfig()), **dataclasses.asdict(get_method(method).Params())} if method else {}
 
 
 def adopt(root=None, data_dir=None) -> list[str]:
     """Name the committed fingerprint in the records that other source computed before their variant had one (a
     lane on an earlier commit, a device's copy of the tree), where that source computes the committed numbers:
     the record's commit's package is read out of git, its source tree must be the one the record names (library
-    versions aside), and the variant's probe runs on it in a process of its own. A record whose commit git lacks,
-    whose tree is not its commit's, or whose source computes other numbers keeps no fingerprint and reads stale;
-    each such group gets a line. Returns the lines to print."""
+    versions aside), and the variant's probe runs on it in a process of its own. A record whose source computes
+    other numbers gets that source's own fingerprint, and so reads stale ("fingerprint X is now Y") and is
+    recomputed; one whose commit git lacks, or whose tree is not its commit's, stays unnamed (stale too). Each
+    group gets a line. Returns the lines to print."""
     from .data.paths import resolve_data_dir
 
     fingerprints, tree = committed(root), runs.source_tree()
@@ -346,36 +386,35 @@ def adopt(root=None, data_dir=None) -> list[str]:
     for (commit, made), held in sorted(groups.items()):
         variants = sorted({v for _, _, v in held})
         with tempfile.TemporaryDirectory() as folder:
-            if not _package_of(commit, folder):
+            if not _package_of(commit, Path(folder)):
                 lines.append(f"kept unnamed: {len(held)} record link(s) of commit {commit or '(none)'}, which this "
                              "checkout's git history lacks")
                 continue
-            job = {"jobs": [(v, fingerprints[v]["kind"], fingerprints[v]["probe_config"]) for v in variants],
-                   "data_dir": str(resolve_data_dir(data_dir))}
-            env = {**os.environ, "PYTHONPATH": folder, "OMP_NUM_THREADS": "1",
-                   "SRE_REPRO_RESULTS": str(runs.results_dir(root)), "SRE_REPRO_WORK": str(runs.work_dir())}
-            done = subprocess.run([sys.executable, "-c", _ADOPT_PROBE], input=json.dumps(job), capture_output=True,
-                                  text=True, cwd=folder, env=env)
-            if done.returncode:
-                lines.append(f"kept unnamed: {len(held)} record link(s) of commit {commit}: its probe failed "
-                             f"({(done.stderr.strip().splitlines() or ['?'])[-1]})")
+            if runs.package_hash(Path(folder) / "sre_repro") != made:
+                lines.append(f"kept unnamed: {len(held)} record link(s) of commit {commit}: computed by a tree other "
+                             "than the commit's (uncommitted changes)")
                 continue
-            result = json.loads(done.stdout.splitlines()[-1])
-        if result["tree"].split("-torch")[0] != made:
-            lines.append(f"kept unnamed: {len(held)} record link(s) of commit {commit}: computed by a tree other "
-                         "than the commit's (uncommitted changes)")
+            jobs = [(v, fingerprints[v]["kind"], fingerprints[v]["probe_config"],
+                     _defaults(fingerprints[v]["kind"], fingerprints[v]["probe_config"])) for v in variants]
+            env = {**os.environ, "PYTHONPATH": folder, "OMP_NUM_THREADS": "1", "SRE_REPRO_WORK": str(runs.work_dir().resolve())}
+            done = subprocess.run([sys.executable, "-c", _ADOPT_PROBE], capture_output=True, text=True, cwd=folder, env=env,
+                                  input=json.dumps({"jobs": jobs, "data_dir": str(resolve_data_dir(data_dir))}), timeout=7200)
+        if done.returncode:
+            lines.append(f"kept unnamed: {len(held)} record link(s) of commit {commit}: its probe failed "
+                         f"({(done.stderr.strip().splitlines() or ['?'])[-1]})")
             continue
-        same = {v for v in variants if first_difference(fingerprints[v]["numbers"], result["numbers"][v],
+        numbers = json.loads(done.stdout.splitlines()[-1])
+        same = {v for v in variants if first_difference(fingerprints[v]["numbers"], numbers[v],
                                                         other_cpu=fingerprints[v].get("hardware") != hardware()) is None}
+        own = {v: fingerprints[v]["fingerprint"] if v in same else fingerprint_of(numbers[v]) for v in variants}
         for variant in variants:
             count = sum(v == variant for _, _, v in held)
-            lines.append(f"{'adopted' if variant in same else 'kept unnamed'} {variant}: {count} record(s) of commit "
-                         f"{commit} {'compute' if variant in same else 'do not compute'} its committed numbers")
-        for path, record, variant in held:
-            if variant in same:
-                record["fingerprints"][variant] = fingerprints[variant]["fingerprint"]
-                record["digest"] = runs.content_digest(record)
-                runs.write_json_atomic(path, record)
+            lines.append(f"{'adopted' if variant in same else 'stale'} {variant}: {count} record(s) of commit {commit} "
+                         + ("compute its committed numbers" if variant in same else
+                            f"compute other numbers (fingerprint {own[variant]})"))
+        for path, record in {path: record for path, record, _ in held}.items():
+            if not _mark(path, record, {v: own[v] for v in (record.get("fingerprints") or {}) if v in own}):
+                lines.append(f"left as it is: {_short(path)} (fails its digest, or another process rewrote it)")
     return lines
 
 
@@ -399,8 +438,9 @@ def report(state: dict) -> tuple[list[str], int]:
                      f"until recomputed, e.g. {_short(state['stale'][0])}")
     if state["other_source"]:
         lines.append(f"{len(state['other_source'])} record(s) without a fingerprint were computed by other source and "
-                     f"read stale, e.g. {_short(state['other_source'][0])}; once their variants are accepted, "
-                     "`python -m sre_repro records adopt` names them where their own commit computes the same numbers")
+                     f"read stale, e.g. {_short(state['other_source'][0])}: `python -m sre_repro records accept` "
+                     "fingerprints their variants, then `records adopt` names them where their own commit computes "
+                     "the same numbers")
     checked = len(state["fingerprints"]) - len(state["orphans"])
     how = "confirmed for this source tree by results/fingerprints/checked.json" if state["confirmed"] else "probed"
     lines.append(f"records check: {checked} variant(s) {how}, {len(state['changed'])} changed, "

@@ -93,11 +93,16 @@ def committed_fingerprint(variant_id: str, root=None) -> str | None:
 
 
 @functools.lru_cache(maxsize=4)
-def _tree_hash(stamp: tuple) -> str:
+def _tree_hash(stamp: tuple, package: Path = PACKAGE) -> str:
     h = hashlib.sha256()
     for name, _, _ in stamp:  # the path inside the package, so a clone elsewhere has the same tree
-        h.update(Path(name).relative_to(PACKAGE).as_posix().encode() + b"\0" + Path(name).read_bytes())
+        h.update(Path(name).relative_to(package).as_posix().encode() + b"\0" + Path(name).read_bytes())
     return h.hexdigest()[:16]
+
+
+def package_hash(package: Path) -> str:
+    """The source-tree hash (source_tree(), library versions aside) of the package in folder `package`."""
+    return _tree_hash(tuple((str(f), 0, 0) for f in sorted(package.rglob("*.py"))), package)
 
 
 def source_tree() -> str:

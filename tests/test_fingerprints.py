@@ -91,7 +91,8 @@ def test_a_record_is_stale_exactly_when_its_variants_fingerprint_changed(tmp_pat
 
 def test_records_computed_under_other_library_versions_are_fingerprinted_only_when_asked(tmp_path, monkeypatch):
     """A record a GPU image computed (same source, its own torch) reads stale until `records accept
-    --other-versions` names this environment's fingerprint in it; a record of other source is never taken."""
+    --other-versions` names this environment's fingerprint in it; a record of other source is never taken (its
+    variant is fingerprinted here, and `records adopt` alone may name it)."""
     cfg = {"model_name": "glove", "pooler": "avg", "whiten": False, "whiten_dim": 0, "precision": "fp32",
            "tasks": "sts", "max_pairs": 0}
     (variant,) = runs.variants("eval", cfg)
@@ -107,8 +108,10 @@ def test_records_computed_under_other_library_versions_are_fingerprinted_only_wh
         runs.write_json_atomic(path, {**elsewhere, "digest": runs.content_digest(elsewhere)})
         assert fingerprints.status(tmp_path)["other_source"] == [path]
         if not taken:
-            with pytest.raises(SreError, match="no record rests on variant"):
-                fingerprints.accept([variant], tmp_path, other_versions=True)
+            assert fingerprints.accept([variant], tmp_path, other_versions=True) == [
+                f"accepted {variant}: fingerprint {runs.committed_fingerprint(variant, tmp_path)}"]
+            assert runs.read("eval", cfg, tmp_path)["fingerprints"][variant] is None
+            assert runs.read("eval", cfg, tmp_path)["stale"] is True
             continue
         fingerprints.accept([variant], tmp_path, other_versions=True)
         assert runs.read("eval", cfg, tmp_path)["fingerprints"][variant] == runs.committed_fingerprint(variant, tmp_path)
@@ -250,14 +253,6 @@ from sre_repro.evaluate.cached import cached
 from sre_repro.evaluate.model import eval_config
 cached("eval", eval_config(model_name="tiny-random", pooler="avg", tasks="stsb_dev", max_pairs=20))
 """
-ADOPT_FINGERPRINT = """
-import json
-from sre_repro import fingerprints, runs
-from sre_repro.evaluate.model import eval_config
-cfg = fingerprints.probe_config("eval", eval_config(model_name="tiny-random", pooler="avg", tasks="stsb_dev", max_pairs=20))
-variant = next(iter(runs.variants("eval", cfg)))
-fingerprints.write_fingerprint(variant, "eval", cfg, json.loads(json.dumps(fingerprints.run_probe("eval", cfg))))
-"""
 
 
 def test_adopt_names_a_fingerprint_where_the_records_own_commit_computes_its_numbers(tmp_path, data_dir):
@@ -272,19 +267,27 @@ def test_adopt_names_a_fingerprint_where_the_records_own_commit_computes_its_num
         subprocess.run(git + args, check=True, capture_output=True)
     assert _run(copy, store, code=ADOPT_RECORD).returncode == 0  # computed by commit A, no fingerprint yet
     _edit(copy, "runs.py", "def stale_reasons(", "# a later commit's comment\ndef stale_reasons(")  # tree B: same numbers
-    made = _run(copy, store, code=ADOPT_FINGERPRINT)
-    assert made.returncode == 0, made.stderr[-2000:]
+    # accept probes a variant whose every record other source computed (here B's probe: it names no record)
+    made = _run(copy, store, "records", "accept", "--workers", "1")
+    assert made.returncode == 0 and "accepted eval-" in made.stdout, made.stdout + made.stderr[-2000:]
     (path,) = (store / "results" / "eval").glob("*.json")
     (committed_path,) = (store / "results" / "fingerprints").glob("eval-*.json")
     variant, committed = committed_path.stem, json.loads(committed_path.read_text())
     assert json.loads(path.read_text())["fingerprints"] == {variant: None}
-    # committed numbers that commit A does not compute: the record stays unnamed
-    tampered = {**committed, "numbers": {"metrics": {"stsb_dev": committed["numbers"]["metrics"]["stsb_dev"] + 1.0}}}
+    # committed numbers that commit A does not compute: the record gets A's own fingerprint, and reads stale
+    numbers = {"metrics": {"stsb_dev": committed["numbers"]["metrics"]["stsb_dev"] + 1.0}}
+    tampered = {**committed, "numbers": numbers, "fingerprint": fingerprints.fingerprint_of(numbers)}
     committed_path.write_text(json.dumps(tampered))
     done = _run(copy, store, "records", "adopt")
-    assert done.returncode == 0 and f"kept unnamed {variant}: 1 record(s) of commit" in done.stdout, done.stdout + done.stderr
-    assert json.loads(path.read_text())["fingerprints"] == {variant: None}
+    assert done.returncode == 0 and f"stale {variant}: 1 record(s) of commit" in done.stdout, done.stdout + done.stderr
+    record = json.loads(path.read_text())
+    assert record["fingerprints"] == {variant: committed["fingerprint"]}  # what A computes: the true numbers' label
+    assert runs.stale_reasons(record, store / "results") == [
+        f"{variant}: fingerprint {committed['fingerprint']} is now {tampered['fingerprint']}"]
+    # the true numbers committed again: unname the record (as it came from A) and adopt it
     committed_path.write_text(json.dumps(committed))
+    unnamed = {**record, "fingerprints": {variant: None}}
+    path.write_text(json.dumps({**unnamed, "digest": runs.content_digest(unnamed)}))
     done = _run(copy, store, "records", "adopt")
     assert f"adopted {variant}: 1 record(s) of commit" in done.stdout, done.stdout + done.stderr
     record = json.loads(path.read_text())

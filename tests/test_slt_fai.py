@@ -105,6 +105,21 @@ def test_balanced_class_weights_make_the_base_rate_guess_cost_more_than_ln2():
     assert math.isclose(float(at_loss(even, targets, positions, False, balanced=True)[0]), math.log(2), rel_tol=1e-6)
 
 
+def test_balanced_class_weights_follow_eq4s_per_sentence_average():
+    # sentence 1: one LOW and one HIGH word token; sentence 2: four HIGH. Eq. 4 averages per sentence, so the LOW
+    # share the weights balance is (1/2 + 0/4) / 2 = 1/4, not the pooled 1/6
+    targets = torch.tensor([[1, 0, 0, 0], [0, 0, 0, 0]])
+    positions = torch.tensor([[True, True, False, False], [True, True, True, True]])
+    for p in (0.5, 0.25, 0.1):  # every constant guess P(LOW) = p costs 0.5 (-ln p) + 0.5 (-ln (1 - p)) >= ln 2
+        logits = torch.log(torch.tensor([1 - p, p])).expand(2, 4, 2)
+        loss, _ = at_loss(logits, targets, positions, per_sentence=True, balanced=True)
+        assert math.isclose(float(loss), 0.5 * (-math.log(p) - math.log(1 - p)), rel_tol=1e-6)
+    # by hand at p = 1/4: sentence 1 = (2 (-ln 1/4) + 2/3 (-ln 3/4)) / 2, sentence 2 = 2/3 (-ln 3/4)
+    logits = torch.log(torch.tensor([0.75, 0.25])).expand(2, 4, 2)
+    plain, _ = at_loss(logits, targets, positions, per_sentence=True)
+    assert math.isclose(float(plain), ((-math.log(0.25) - math.log(0.75)) / 2 - math.log(0.75)) / 2, rel_tol=1e-6)
+
+
 def test_shuffle_permutes_the_positions_of_the_real_tokens_only():
     torch.manual_seed(1)
     mask = torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]])
@@ -434,3 +449,27 @@ def test_the_at_study_chooses_on_dev_among_the_settings_whose_discriminator_enga
     assert chapter.chosen_at_training(table) == "balanced"  # the better dev score did not engage
     checks["balanced"]["similarity"]["auc"] = 0.55  # read on the AUC (a ranking a 0.5 cut need not show)
     assert chapter.chosen_at_training(chapter.at_training_table(runs, checks)) == "plain"  # none engaged: the paper's
+    # both engaged: the paper's own unless another beats its dev by DEV_TOLERANCE (0.25) at least
+    checks = {name: {"similarity": {"auc": 0.8, "balanced_accuracy": 0.5}} for name in runs}
+    runs["balanced"] = run("balanced", 67.2, 0.9)
+    assert chapter.chosen_at_training(chapter.at_training_table(runs, checks)) == "plain"
+    runs["balanced"] = run("balanced", 67.3, 0.9)
+    assert chapter.chosen_at_training(chapter.at_training_table(runs, checks)) == "balanced"
+
+
+def test_the_books_at_setting_is_the_studys_choice_on_its_committed_records():
+    """AT_CHOSEN (the setting the book's SLT-FAI rows train with) is what chosen_at_training picks from the study's
+    committed cpu records, each served as valid (no retraining here)."""
+    from sre_repro import runs
+    from sre_repro.chapters import slt_fai as chapter
+    from sre_repro.config import cpu_recipe
+
+    found, checks = {}, {}
+    with cpu_recipe("converged"):
+        for name, overrides in chapter.AT_TRAINING.items():
+            cfg = resolve(overrides={"method": "slt_fai", "scale": "cpu", "seed": 42, **overrides})
+            found[name] = runs.read("slt_fai", cfg)
+            check = runs.read("discriminators", {"run": cfg, "max_sentences": chapter.DISCRIMINATOR_SENTENCES["cpu"]})
+            assert found[name] and check and not found[name]["stale"] and not check["stale"], name
+            checks[name] = check["metrics"]
+    assert chapter.chosen_at_training(chapter.at_training_table(found, checks)) == chapter.AT_CHOSEN

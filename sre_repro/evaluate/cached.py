@@ -24,6 +24,7 @@ from .. import runs
 from ..data.corpora import snli_triplets, unlabeled_sts, wiki1m
 from ..data.sts import load_split
 from ..encoder import load_encoder
+from ..errors import SreError
 from ..train import trained_method
 from .decoder import decoder_check
 from .discriminators import discriminator_separation
@@ -122,6 +123,9 @@ def _decoder_check(cfg: dict, data_dir=None) -> dict:
     training = [e if isinstance(e, str) else e[0] for e in method.corpus(data_dir)]  # supervised: the premises
     seen, n = set(training), cfg["max_sentences"] or None
     held_out = [s for s in dict.fromkeys(wiki1m(data_dir)) if s not in seen][:n]
+    if not held_out:
+        raise SreError(f"the decoder check holds out wiki-sample sentences, and this run trains on all of them "
+                       f"(train_data={cfg['run']['train_data']}): check a run that trains on other sentences")
     examples = list(dict.fromkeys(load_split("STSBenchmark", "test", data_dir).sent1))[:3]
     return decoder_check(method, held_out, random.Random(0).sample(training, min(len(training), n or len(training))), examples)
 

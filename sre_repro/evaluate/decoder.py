@@ -2,7 +2,7 @@
 can lower its loss by modelling the phrases alone, whatever the embeddings say; only its dependence on them makes
 the generative objective shape the encoder. So, on held-out sentences, views without augmentation and a fixed
 seed: the teacher-forced loss with each sentence's own signal against the same decoder fed another sentence's
-signal (the memory rolled by one within each batch), and, beside them, the unigram entropy of the target tokens
+signal (the memories rolled by one over the whole set), and, beside them, the unigram entropy of the target tokens
 (a guess that reads neither the signal nor the prefix). With them, how many training sentences give the decoder
 nothing to rebuild (no phrase chosen, or a view of max_len tokens or more: no decoder loss) and what a masked
 view looks like.
@@ -38,15 +38,19 @@ def decoder_check(method, held_out: list[str], training: list[str], examples: li
     sums = {"loss": 0.0, "loss_shuffled": 0.0, "correct": 0.0, "correct_shuffled": 0.0}
     counts: Counter = Counter()
     with evaluating(method):
-        for _, batch in _batches(method, held_out, "none", batch_size):
-            labels, bs = batch["labels"], len(batch["labels"])
-            tokens = int((labels != -100).sum())
-            if not tokens:
-                continue
+        batches = [batch for _, batch in _batches(method, held_out, "none", batch_size)]
+        memories = []
+        for batch in batches:
+            bs = len(batch["labels"])
             z = method.encoder.embed({k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in batch},
                                      pooler=method.cfg["pooler"])
-            memory = method.memory(z[:bs], z[bs:2 * bs])
-            for suffix, signal in (("", memory), ("_shuffled", memory.roll(1, dims=0))):
+            memories.append(method.memory(z[:bs], z[bs:2 * bs]))
+        # another sentence's signal: every memory moved on by one over the whole set (a batch of one included)
+        others = torch.cat(memories).roll(1, dims=0).split([len(m) for m in memories])
+        for batch, memory, other in zip(batches, memories, others):
+            labels = batch["labels"]
+            tokens = int((labels != -100).sum())
+            for suffix, signal in (("", memory), ("_shuffled", other)):
                 loss, correct = method.generative_loss(signal, batch)
                 sums["loss" + suffix] += float(loss) * tokens
                 sums["correct" + suffix] += float(correct)

@@ -128,19 +128,20 @@ def at_loss(logits: torch.Tensor, targets: torch.Tensor, positions: torch.Tensor
             balanced: bool = False):
     """(CE, accuracy) over the chosen positions: averaged per sentence then over sentences (Eq. 4), or over all
     chosen positions at once (the code's mean over batch x length). `balanced`: each position's CE weighted by
-    n / (2 n_label) over the batch's chosen positions (the two labels then count alike; the accuracy is plain)."""
+    1 / (2 x its label's share), the share taken as the loss averages (per sentence, then over sentences; or
+    pooled), so that the two labels count alike and any constant guess costs at least ln 2 (the accuracy is plain)."""
     ce = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), reduction="none").view(targets.shape)
-    if balanced:
-        low_share = (targets.float() * positions).sum() / positions.float().sum()
-        shares = torch.stack([1 - low_share, low_share]).clamp(min=1e-6)
-        ce = ce * (0.5 / shares)[targets]
     right = (logits.argmax(-1) == targets).float()
     w = positions.float()
-    if per_sentence:
-        count = w.sum(1).clamp(min=1)
-        keep = w.sum(1) > 0
-        return ((ce * w).sum(1) / count)[keep].mean(), ((right * w).sum(1) / count)[keep].mean()
-    return (ce * w).sum() / w.sum(), (right * w).sum() / w.sum()
+    count, keep = w.sum(1).clamp(min=1), w.sum(1) > 0
+
+    def average(x):
+        return ((x * w).sum(1) / count)[keep].mean() if per_sentence else (x * w).sum() / w.sum()
+
+    if balanced:
+        low_share = average(targets.float())
+        ce = ce * (0.5 / torch.stack([1 - low_share, low_share]).clamp(min=1e-6))[targets]
+    return average(ce), average(right)
 
 
 def majority_share(targets: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
@@ -255,7 +256,8 @@ class SLTFAI(FrequencyAnalysed):
     def corpus(self, data_dir=None):
         examples = super().corpus(data_dir)
         used = min(len(examples), self.cfg["max_train_examples"] or len(examples))
-        self.steps_per_epoch = max(1, used // self.cfg["batch_size"])  # the trainer drops the last partial batch
+        # the trainer's steps per epoch: global batches (every process's), the last partial one dropped
+        self.steps_per_epoch = max(1, used // (self.cfg["batch_size"] * self.cfg["world_size"]))
         return examples
 
     def loss(self, batch):
