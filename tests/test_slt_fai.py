@@ -464,12 +464,12 @@ def test_the_books_at_setting_is_the_studys_choice_on_its_committed_records():
     from sre_repro.chapters import slt_fai as chapter
     from sre_repro.config import cpu_recipe
 
-    found, checks = {}, {}
+    found, checks, store = {}, {}, runs.REPO_ROOT / "results"  # the committed store, not the test's own
     with cpu_recipe("converged"):
         for name, overrides in chapter.AT_TRAINING.items():
             cfg = resolve(overrides={"method": "slt_fai", "scale": "cpu", "seed": 42, **overrides})
-            found[name] = runs.read("slt_fai", cfg)
-            check = runs.read("discriminators", {"run": cfg, "max_sentences": chapter.DISCRIMINATOR_SENTENCES["cpu"]})
+            found[name] = runs.read("slt_fai", cfg, store)
+            check = runs.read("discriminators", {"run": cfg, "max_sentences": chapter.DISCRIMINATOR_SENTENCES["cpu"]}, store)
             assert found[name] and check and not found[name]["stale"] and not check["stale"], name
             checks[name] = check["metrics"]
     assert chapter.chosen_at_training(chapter.at_training_table(found, checks)) == chapter.AT_CHOSEN
