@@ -3,40 +3,30 @@ top of a contrastive backbone, ConSERT or SimCSE.
 
   labels  1 = LOW frequency: BookCorpus wordpiece count below the `low_rate` (lambda) quantile of the non-zero
           counts (evaluate/frequency.py; special tokens and [PAD] have count 0, so they are LOW)
-  R       the backbone's contrastive loss on two views: ConSERT (feature cutoff / token shuffle on the embedding
-          output, NT-Xent both ways, tau 0.1, x cl_rate 0.15, dropout 0) or SimCSE (two dropout views, InfoNCE,
-          tau 0.05, x 1)
-  L_AT    the last layer's token states of BOTH views -> gradient reversal (identity forward, -c * grad
-          backward) -> the similarity discriminator -> CE against the labels of the original ids, averaged over
-          the two views                                                                  (Sec. 3.2, Eq. 4)
-  L_ISF   the incomplete copy: some tokens -> [MASK] (attention mask unchanged), encoded without augmentation;
-          the information discriminator (no reversal: the encoder helps it) gets the sentence's vector
-          labelled 0 and the copy's labelled 1, CE(.,0) + CE(.,1) summed              (Sec. 3.3, Eqs. 5-7)
-  loss    cl_rate * R + on(step) * (alpha * L_AT + beta * L_ISF); before the warm-up ends the auxiliary terms
-          are computed for the record only and neither discriminator trains             (Eq. 2, Sec. 4.1)
-Eqs. 2-3 put the max over the discriminator's own parameters, which would make it maximise its own loss; the
-text and the gradient reversal layer say the opposite, and that is what is implemented.
+  R       the backbone's contrastive loss: ConSERT (feature cutoff / token shuffle views, NT-Xent both ways, tau
+          0.1, x cl_rate 0.15, dropout 0) or SimCSE (two dropout views, InfoNCE, tau 0.05, x 1)
+  L_AT    both views' last-layer token states -> gradient reversal (-c x grad backward) -> the similarity
+          discriminator -> CE against the original ids' labels, averaged over the views     (Sec. 3.2, Eq. 4)
+  L_ISF   the incomplete copy (some tokens -> [MASK]), unaugmented; the information discriminator (no reversal)
+          gets the sentence's vector labelled 0 and the copy's 1, CE(.,0) + CE(.,1)   (Sec. 3.3, Eqs. 5-7)
+  loss    cl_rate * R + on(step) * (alpha * L_AT + beta * L_ISF); in the warm-up the auxiliary terms are
+          recorded only and neither discriminator trains                                 (Eq. 2, Sec. 4.1)
+Eqs. 2-3's max over the discriminator would have it maximise its own loss; the text and GRL say the opposite.
 
-Where the paper and the official code (wangbing1416/SLT-FAI, a ConSERT fork) differ, both behind a parameter;
-the defaults are the paper's except for ISF's masking rule (shared/notes/official_code.md Sec. 2):
-  discriminator  paper: Linear(d, d), ReLU, Linear(d, 2) ("two linear layers and a ReLU activation") |
-                 code: Linear stacks without activations and a ReLU on the 2 logits (AT: d-2d-2d-d-2, ISF: d-d-2)
-  at_positions   tokens: each sentence's word tokens, averaged per sentence then over sentences (Eq. 4) |
-                 all: every batch x length position, padding and special tokens included (the code)
-  isf_mask       high: each HIGH-frequency token with p = 0.5 (the code's hard-coded `labels == 0`; the book's: the
-                 paper's numbers come from it, and on the STS corpus the paper's rule leaves most copies unchanged) |
-                 low: each LOW word(piece) with p = isf_rate = epsilon = 0.2 (the paper's "sampling ratio")
+Where paper and official code (a ConSERT fork) differ, both; the paper's the default, but for ISF's mask:
+  discriminator  paper: Linear(d, d), ReLU, Linear(d, 2) | code: Linear stacks, a ReLU on the logits
+  at_positions   tokens: word tokens, per sentence then over sentences (Eq. 4) | all: every position (the code)
+  isf_mask       high: HIGH tokens, p = 0.5 (the code's; the book's: on the STS corpus the paper's rule leaves most
+                 copies unchanged) | low: LOW word(piece)s, p = isf_rate = epsilon = 0.2 (the paper's)
   isf_original   sentence: h_i of Eq. 7, the sentence as it is (SimCSE: its first dropout view) | view1: ConSERT's
                  feature-cutoff view (the code's rep_a_view1), told apart by the cutoff even where nothing is masked
-  warmup_rule    once: off for the first warmup_epochs (the paper) | every_epoch: off in the first
-                 (warmup_epochs - int(warmup_epochs)) of every epoch from epoch int(warmup_epochs) (the code)
-Set by neither, for an AT discriminator that otherwise sits at its base rate (word tokens are ~93 % HIGH):
-  at_class_weights  none (both) | balanced: CE weighted by the inverse label share (a constant guess costs ln 2)
-  grl_schedule   constant (the code: c = 1) | dann: Ganin and Lempitsky's c = 2 / (1 + exp(-10 p)) - 1, p the
-                 share of the run done (the GRL's source, cited in Sec. 3.2): the discriminator learns first
-The contrastive term is the official NT-Xent (both directions, intra-view negatives), not Eq. 9 as printed.
-`aux_warmup_steps` >= 0 counts the warm-up in steps (a cpu run is a few per cent of an epoch). With alpha = beta
-= 0 the method is its backbone (`consert`, or `simcse` with the same views).
+  warmup_rule    once: off for the first warmup_epochs (the paper) | every_epoch: off in the first fraction of
+                 every epoch from epoch int(warmup_epochs) (the code)
+Set by neither, for an AT discriminator trained on ~93 % HIGH word tokens: at_class_weights none | balanced (CE
+weighted by the inverse label share: a constant guess costs ln 2); grl_schedule constant (c = 1) | dann (Ganin and
+Lempitsky's c = 2 / (1 + exp(-10 p)) - 1, p the share of the run done; cited in Sec. 3.2 for the GRL).
+R is the official NT-Xent (both directions, intra-view negatives), not Eq. 9 as printed. `aux_warmup_steps` >= 0
+counts the warm-up in steps. With alpha = beta = 0 the method is its backbone (`consert`, or `simcse`).
 """
 from __future__ import annotations
 
@@ -105,8 +95,7 @@ def warmup_done(step: int, cfg: dict, steps_per_epoch: int) -> bool:
 
 
 def grl_coefficient(step: int, cfg: dict, steps_per_epoch: int) -> float:
-    """The gradient reversal's coefficient at training step `step` (0-based): 1 (constant), or DANN's
-    2 / (1 + exp(-10 p)) - 1 with p = step / the run's steps (its cap, else its epochs)."""
+    """The GRL's coefficient at step `step` (0-based): 1, or DANN's ramp with p = step / the run's steps."""
     if cfg["grl_schedule"] == "constant":
         return 1.0
     total = cfg["max_steps"] or cfg["epochs"] * steps_per_epoch
@@ -126,10 +115,8 @@ def isf_mask(input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torc
 
 def at_loss(logits: torch.Tensor, targets: torch.Tensor, positions: torch.Tensor, per_sentence: bool,
             balanced: bool = False):
-    """(CE, accuracy) over the chosen positions: averaged per sentence then over sentences (Eq. 4), or over all
-    chosen positions at once (the code's mean over batch x length). `balanced`: each position's CE weighted by
-    1 / (2 x its label's share), the share taken as the loss averages (per sentence, then over sentences; or
-    pooled), so that the two labels count alike and any constant guess costs at least ln 2 (the accuracy is plain)."""
+    """(CE, accuracy) over the chosen positions, per sentence then over sentences (Eq. 4) or pooled (the code).
+    `balanced`: CE weighted by 1 / (2 x the label's share), averaged alike: a constant guess costs >= ln 2."""
     ce = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), reduction="none").view(targets.shape)
     right = (logits.argmax(-1) == targets).float()
     w = positions.float()
@@ -137,7 +124,6 @@ def at_loss(logits: torch.Tensor, targets: torch.Tensor, positions: torch.Tensor
 
     def average(x):
         return ((x * w).sum(1) / count)[keep].mean() if per_sentence else (x * w).sum() / w.sum()
-
     if balanced:
         low_share = average(targets.float())
         ce = ce * (0.5 / torch.stack([1 - low_share, low_share]).clamp(min=1e-6))[targets]
@@ -145,8 +131,7 @@ def at_loss(logits: torch.Tensor, targets: torch.Tensor, positions: torch.Tensor
 
 
 def majority_share(targets: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-    """The accuracy of always answering the commoner label over the chosen positions: the bar a discriminator's
-    accuracy must clear to show that it separates anything."""
+    """The accuracy of always answering the commoner label over the chosen positions (a discriminator's bar)."""
     low = (targets.float() * positions).sum() / positions.float().sum()
     return torch.maximum(low, 1 - low)
 
@@ -155,8 +140,7 @@ class SLTFAI(FrequencyAnalysed):
     Params = Params
     PROBE_OVERRIDES = {"analysis_sentences": 16, "aux_warmup_steps": 1}  # the auxiliary losses act from step 2
     SCALE_PRESETS = {"smoke": dict(train_data="sts_unlabeled", eval_pooler="avg", analysis_sentences=24, aux_warmup_steps=2),
-                     # cpu: lr, head_lr and the warm-up in steps (the paper's share of a run, ConSERT's 0.5 of 10
-                     # epochs = 5 %): settings.CPU_RECIPES; the SimCSE block's is its 0.1 of one epoch
+                     # cpu: lr, head_lr and the warm-up in steps (ConSERT's 0.5 of 10 epochs): settings.CPU_RECIPES
                      "cpu": dict(CONSERT_RECIPE, analysis_sentences=2000),
                      "paper": CONSERT_PAPER}
 
@@ -173,8 +157,7 @@ class SLTFAI(FrequencyAnalysed):
         else:
             self.train_pooler = simcse_pooler(self)
         d = encoder.hidden_size
-        # initialised from their own seed, and the ISF masks drawn from their own generator (its state is a buffer,
-        # so resumes are exact): the ablations and the backbone (`consert`) then see the same views at every step
+        # own seed and own mask generator (a buffer: resumes are exact): ablations and backbone see the same views
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg["seed"] + 1)
             self.similarity_discriminator = discriminator(cfg["discriminator"], d, token_level=True)
@@ -185,9 +168,8 @@ class SLTFAI(FrequencyAnalysed):
 
     @staticmethod
     def backbone_presets(scale: str, overrides: dict, defaults: dict, scale_presets: dict) -> dict:
-        """With the SimCSE backbone, SimCSE's presets of the scale (`defaults`, `scale_presets`: config.py's) replace
-        ConSERT's recipe, with the paper's batch of 32 at paper scale and, at cpu, its warm-up share in steps (0.1
-        of SimCSE's epoch: 10 of 100 fixed-budget steps, 60 of the 600-step cap)."""
+        """With the SimCSE backbone, SimCSE's presets of the scale replace ConSERT's recipe, with the paper's batch of
+        32 at paper scale and, at cpu, its warm-up share in steps (0.1 of SimCSE's epoch: 60 of the 600-step cap)."""
         if overrides.get("backbone") != "simcse":
             return {}
         simcse = {**{k: defaults[k] for k in ("train_data", "max_len", "weight_decay", "adam_eps", "warmup_ratio")},
@@ -230,14 +212,11 @@ class SLTFAI(FrequencyAnalysed):
 
     @classmethod
     def validate(cls, cfg):
-        require_choice(cfg, "backbone", list(BACKBONES))
-        require_choice(cfg, "discriminator", ["paper", "code"])
-        require_choice(cfg, "at_positions", ["tokens", "all"])
-        require_choice(cfg, "isf_mask", list(ISF_RATES))
-        require_choice(cfg, "isf_original", ["sentence", "view1"])
-        require_choice(cfg, "warmup_rule", ["once", "every_epoch"])
-        require_choice(cfg, "at_class_weights", ["none", "balanced"])
-        require_choice(cfg, "grl_schedule", ["constant", "dann"])
+        for key, choices in (("backbone", list(BACKBONES)), ("discriminator", ["paper", "code"]),
+                             ("at_positions", ["tokens", "all"]), ("isf_mask", list(ISF_RATES)),
+                             ("isf_original", ["sentence", "view1"]), ("warmup_rule", ["once", "every_epoch"]),
+                             ("at_class_weights", ["none", "balanced"]), ("grl_schedule", ["constant", "dann"])):
+            require_choice(cfg, key, choices)
         if not 0 < cfg["low_rate"] < 1:
             raise SreError(f"low_rate (lambda) must lie in (0, 1), got {cfg['low_rate']}: e.g. low_rate=0.5")
         for key in ("alpha", "beta", "temperature", "cl_rate", "isf_rate"):
