@@ -78,6 +78,7 @@ def wanted() -> list[dict]:
     # beside supervised SimCSE) and every grid row at the first seed: depths 1-8, Table 4's augmentations,
     # Table 5's maskings, Table 8's (m, n)
     add("simcse", S5, train_data="sts_unlabeled")
+    add("simcse_mlm", S3, train_data="sts_unlabeled")
     add("paser", S5)
     add("paser", S3, signal="paper")
     add("paser", S3, augment="none")

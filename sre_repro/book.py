@@ -81,7 +81,7 @@ ACCEPTED = {"str": (str,), "bool": (bool,), "int": (int,), "float": (int, float)
 
 # The cpu recipe (settings.CPU_RECIPES) each chapter's records were computed with: "fixed-budget" until the chapter
 # is recomputed under the convergence study's recipe; a chapter not listed (none trains) has "converged"
-CHAPTER_RECIPES = {name: "fixed-budget" for name in ("cpu_recipe", "slt_fai", "paser")}
+CHAPTER_RECIPES = {name: "fixed-budget" for name in ("cpu_recipe", "slt_fai")}
 
 
 def check_parameters(notebook: str, namespace: dict) -> None:

@@ -124,9 +124,10 @@ def gold_level(gold, low: float, high: float):
     return (gold >= low) & ((gold < high) if high < 5 else (gold <= high))
 
 
-def cosine_by_gold(runs: dict[str, dict], gold):
+def cosine_by_gold(runs: dict[str, dict | list[dict]], gold):
     """SARCSE's Figure 3: density of the predicted cosine on STS-B test, one row per gold-score group
-    (0-1 ... 4-5), one curve per run (each run's `stsb_test_cosine`)."""
+    (0-1 ... 4-5), one curve per run (each run's `stsb_test_cosine`); a list of runs (a model's seeds) draws one
+    unfilled curve per run in the model's colour."""
     import numpy as np
 
     gold = np.asarray(gold)
@@ -134,9 +135,12 @@ def cosine_by_gold(runs: dict[str, dict], gold):
     palette = sns.color_palette("colorblind", len(runs))
     for ax, (low, high) in zip(axes, reversed(GOLD_GROUPS)):
         in_group = gold_level(gold, low, high)
-        for color, (name, run) in zip(palette, runs.items()):
-            values = np.asarray(run["metrics"]["stsb_test_cosine"])[in_group]
-            sns.kdeplot(x=values, ax=ax, color=color, fill=True, alpha=0.25, label=name, warn_singular=False)
+        for color, (name, shown) in zip(palette, runs.items()):
+            seeds = shown if isinstance(shown, list) else [shown]
+            for i, run in enumerate(seeds):
+                values = np.asarray(run["metrics"]["stsb_test_cosine"])[in_group]
+                sns.kdeplot(x=values, ax=ax, color=color, fill=len(seeds) == 1, alpha=0.25 if len(seeds) == 1 else 0.6,
+                            label=name if i == 0 else None, warn_singular=False)
         ax.set_ylabel(f"{low}-{high}", rotation=0, labelpad=18)
         ax.set_yticks([])
     axes[0].legend(frameon=False, fontsize=8)
@@ -278,12 +282,13 @@ def frequency_ranks(counts: dict, thresholds: dict):
     return fig
 
 
-def lambda_curve(frame):
-    """SLT-FAI's Figure 4: average STS, STS-B test and STS-B dev (columns of `frame`) against lambda (its index)."""
+def lambda_curve(frame, xlabel: str = "λ: share of non-zero-count wordpiece types labelled LOW"):
+    """SLT-FAI's Figure 4: average STS, STS-B test and STS-B dev (columns of `frame`) against lambda (its index);
+    any other grid's curve with its own `xlabel` (PaSeR's Figure 4: decoder layers)."""
     fig, ax = plt.subplots(figsize=(6.0, 3.6))
     for color, column in zip(sns.color_palette("colorblind"), frame.columns):
         ax.plot(frame.index, frame[column], marker="o", color=color, label=column)
-    ax.set_xlabel("λ: share of non-zero-count wordpiece types labelled LOW")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("Spearman x 100")
     ax.legend(frameon=False, fontsize=8)
     sns.despine(fig)

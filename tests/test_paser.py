@@ -320,7 +320,9 @@ def test_the_paper_scale_plan_validates_every_run_before_training():
     from sre_repro.chapters import paser as chapter
 
     groups = chapter.plan("paper", [42, 43, 44])
-    assert chapter.validate_plan(groups, "paper", model_name="bert-base-uncased") == 3 + 3 + 3 + 3 + 3 + 4 + 5 + 7 + 4
+    # Table 1's three rows and Eq. 2's signal, Table 2's two, Figure 4's depths, Table 4 (none at three seeds), 5, 8
+    assert chapter.validate_plan(groups, "paper", model_name="bert-base-uncased") == 3 * 4 + 3 + 3 + 7 + (3 + 4) + 7 + 4
+    assert groups["augment none"][1] == groups["PaSeR (Eq. 2 signal)"][1] == [42, 43, 44] and groups["augment rs"][1] == [42]
     sup = resolve(overrides={"method": "paser", "scale": "paper", "seed": 42, **groups["PaSeR (supervised)"][2]})
     simcse_sup = resolve(overrides={"method": "simcse_sup", "scale": "paper"})
     assert (sup["lr"], sup["batch_size"], sup["epochs"]) == (simcse_sup["lr"], simcse_sup["batch_size"], simcse_sup["epochs"])
@@ -429,3 +431,77 @@ def test_helper_modules_do_not_import_methods():
         imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
         imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
         assert not any("methods" in m for m in imported), name
+
+
+def _paser_run(seed, first, kept, mlm=(5.0, 4.9)):
+    return {"seed": seed, "training": {"terms": {"loss_generative": {"first": first, "kept": kept},
+                                                 "loss_mlm": {"first": mlm[0], "kept": mlm[1]}}}}
+
+
+def test_the_decoder_engages_only_below_both_guesses_that_ignore_the_sentence():
+    from sre_repro.chapters import paser as chapter
+
+    held = lambda loss, other, entropy: {"held_out": {"loss": loss, "loss_shuffled": other, "unigram_entropy": entropy}}  # noqa: E731
+    run = _paser_run(42, first=8.0, kept=5.0)  # fell 37.5 %
+    assert chapter.decoder_engaged(run, check=held(4.6, 7.5, 5.8))[0]
+    # below the unigram entropy but no better than another sentence's signal: it models phrases, not the sentence
+    ok, why = chapter.decoder_engaged(run, check=held(7.1, 7.0, 7.5))
+    assert not ok and "not below its trivial baseline 7.000" in why and "another sentence's signal 7.000" in why
+    # reads the signal, but its training term barely fell (9 %, the rule asks 10 %)
+    assert not chapter.decoder_engaged(_paser_run(42, first=8.0, kept=7.28), check=held(4.6, 7.5, 5.8))[0]
+
+
+def test_within_level_variance_and_the_cosine_band_against_a_hand_computation():
+    from sre_repro.chapters import paser as chapter
+
+    gold = np.array([0.5, 0.5, 4.5, 4.5])              # two pairs in level 0-1, two in 4-5
+    cosines = np.array([0.1, 0.3, 0.9, 0.95])
+    run = {"seed": 7, "metrics": {"stsb_test_cosine": cosines.tolist()}}
+    within = [np.var([0.1, 0.3]), np.var([0.9, 0.95])]  # the levels with pairs; empty levels are skipped
+    assert chapter.level_variance([run], gold)[7] == pytest.approx(1000 * np.mean(within))
+    assert chapter.level_variance([run], gold, relative=True)[7] == pytest.approx(100 * np.mean(within) / np.var(cosines))
+    band = chapter.cosine_band([run], low=0.88, high=0.94)
+    assert band["share"] == pytest.approx(25.0)
+    assert (band["low"], band["high"]) == pytest.approx((np.percentile(cosines, 2.5), np.percentile(cosines, 97.5)))
+
+
+def test_the_chapter_declares_its_claims_with_types_and_the_paper_effects():
+    from sre_repro.chapters import paser as chapter
+
+    claims = chapter.CLAIMS
+    headline = {cid for cid, c in claims.items() if c.headline}
+    assert headline == {"paser_ties_simcse", "paser_four_tasks", "supervised_paser"}
+    tie = claims["paser_ties_simcse"]
+    assert (tie.type, tie.margin, round(tie.paper_effect, 2)) == ("equivalence", chapter.PARITY_MARGIN, -0.09)
+    assert round(claims["paser_four_tasks"].paper_effect, 2) == 2.14 and round(claims["supervised_paser"].paper_effect, 2) == 1.04
+    assert round(claims["sr_beats_none"].paper_effect, 1) == 3.9 and round(claims["paser_beats_cmlm"].paper_effect, 2) == 8.94
+    assert {claims[c].type for c in ("alignment_vs_plm", "levels_vs_plm")} == {"geometry"}
+    assert all(chapter.DECODER in c.components for cid, c in claims.items()
+               if cid not in ("mlm_hurts_simcse", "cls_beats_avg", "paser_beats_cmlm"))
+
+
+def test_a_grid_sets_its_preset_row_beside_its_largest_row_seed_matched():
+    from sre_repro.chapters import paser as chapter
+
+    run = lambda seed, **cfg: {"seed": seed, "config": cfg}  # noqa: E731
+    runs = {"PaSeR": [run(s) for s in (42, 43, 44, 45, 46)], "augment none": [run(s, augment="none") for s in (42, 43, 44)],
+            "augment rs": [run(42, augment="rs")]}
+    rows = chapter.grid_groups(runs, "augment ", "sr")
+    assert list(rows) == ["sr", "none", "rs"] and [r["seed"] for r in rows["sr"]] == [42, 43, 44]
+
+
+def test_figure_4_names_its_axis_and_figure_5_draws_every_seed():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    from sre_repro import plots
+
+    fig = plots.lambda_curve(pd.DataFrame({"avg. STS (test)": [50.0, 52.0]}, index=[1, 6]), xlabel="decoder layers")
+    assert fig.axes[0].get_xlabel() == "decoder layers"
+    rng = np.random.default_rng(0)
+    gold = np.repeat([0.5, 1.5, 2.5, 3.5, 4.5], 20)
+    run = lambda: {"metrics": {"stsb_test_cosine": rng.uniform(0, 1, len(gold)).tolist()}}  # noqa: E731
+    fig = plots.cosine_by_gold({"PLM": run(), "PaSeR": [run(), run(), run()]}, gold)
+    assert all(len(ax.get_lines()) + len(ax.collections) == 4 for ax in fig.axes)  # one curve per seed, and the PLM's
