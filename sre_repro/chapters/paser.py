@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import book, protocol, report
+from .. import book, claims, protocol, report
 from ..claims import Claim
 from ..config import resolve
 from ..errors import SreError
@@ -383,6 +383,22 @@ def decoder_engaged(run: dict, data_dir=None, check: dict | None = None) -> tupl
                                baseline=min(held["unigram_entropy"], held["loss_shuffled"]))
     return ok, (f"{why} (the lower of the targets' unigram entropy {held['unigram_entropy']:.3f} and another "
                  f"sentence's signal {held['loss_shuffled']:.3f})")
+
+
+def decoder_engagement(group: list[dict], data_dir=None) -> dict[str, tuple[bool, str]]:
+    """claims.judge's engagement entry for a claim resting on `group`: the decoder engaged in every PaSeR run of it."""
+    paser_runs = [r for r in group if r["config"]["method"] == "paser"]
+    return {DECODER: claims.engaged_in_every(paser_runs, lambda run: decoder_engaged(run, data_dir))}
+
+
+def sts12_16_by_seed(group: list[dict]) -> dict[int, float]:
+    """seed -> a run's STS12-16 average (the column Tables 4, 5 and 8 compare)."""
+    return {r["seed"]: ablation_row([r])[0] for r in group}
+
+
+def retrieval_by_seed(group: list[dict], records: list[dict], metric: str) -> dict[int, float]:
+    """seed -> `metric` ("map", "mrr@10") of each run's retrieval record (records[i] is group[i]'s)."""
+    return {run["seed"]: record["metrics"][metric] for run, record in zip(group, records)}
 
 
 def engagement_table(groups: dict[str, list[dict]], data_dir=None) -> pd.DataFrame:
