@@ -162,6 +162,11 @@ def load_yaml(path) -> dict:
     return data
 
 
+def defaults(method: str) -> dict:
+    """Every knob of `method` at its default: the common ones, then the method's own."""
+    return {**dataclasses.asdict(CommonConfig()), **dataclasses.asdict(get_method(method).Params())}
+
+
 def resolve(method: str | None = None, overrides: dict | None = None, recipe: str | None = None) -> dict:
     """The complete, validated configuration as a flat dict (at cpu under `recipe`, else the cpu recipe in force)."""
     overrides = dict(overrides or {})
@@ -174,7 +179,7 @@ def resolve(method: str | None = None, overrides: dict | None = None, recipe: st
     scale = coerce("scale", overrides.get("scale", CommonConfig.scale), str)
     if scale not in SCALES:
         raise SreError(f"unknown scale {scale!r}: choose from {', '.join(SCALES)}")
-    cfg = {**dataclasses.asdict(CommonConfig()), **dataclasses.asdict(method_cls.Params())}
+    cfg = defaults(method)
     cfg.update(SCALE_PRESETS[scale])
     cfg.update(method_cls.SCALE_PRESETS.get(scale, {}))
     cfg.update(recipe_presets(method, scale, recipe))

@@ -357,12 +357,10 @@ def _package_of(commit: str, folder: Path) -> bool:
 
 def _defaults(kind: str, cfg: dict) -> dict:
     """The knob defaults of the method a (probe) config trains, its run's for an evaluation of kept weights."""
-    import dataclasses
-
-    from .config import CommonConfig
+    from .config import defaults
 
     method = (cfg["run"] if "run" in cfg else cfg).get("method")
-    return {**dataclasses.asdict(CommonConfig()), **dataclasses.asdict(get_method(method).Params())} if method else {}
+    return defaults(method) if method else {}
 
 
 def adopt(root=None, data_dir=None) -> list[str]:

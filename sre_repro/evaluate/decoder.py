@@ -9,11 +9,11 @@ view looks like.
 """
 from __future__ import annotations
 
-import math
 import random
 from collections import Counter
 
 import torch
+from scipy import stats
 
 from ..data.corpora import nltk_data
 from ..encoder import evaluating
@@ -56,7 +56,7 @@ def decoder_check(method, held_out: list[str], training: list[str], examples: li
                 sums["correct" + suffix] += float(correct)
             counts.update(labels[labels != -100].tolist())
     total = sum(counts.values())
-    entropy = -sum(c / total * math.log(c / total) for c in counts.values()) if total else float("nan")
+    entropy = float(stats.entropy(list(counts.values()))) if total else float("nan")  # nats, as the loss
     rows = with_loss = 0
     for _, batch in _batches(method, training, None, batch_size):
         rows += len(batch["labels"])
