@@ -381,7 +381,8 @@ def kept_checkpoint(overrides: dict, data_dir=None) -> Path:
     config, computation and PLM weights and by the content of the best.pt it was copied from (so a run retrained
     with --force never serves an older copy): copied from the run's own finished training where this machine has
     it (work/<method>/<config>/), else trained once through this loop (deterministic on the CPU, so these are the
-    weights that produced the run's record)."""
+    weights that produced the run's record; a record computed on a GPU gets a sibling: the arithmetic differs, so
+    the retrain may keep another step, and it says so)."""
     cfg = resolve(overrides=overrides)
     kind = cfg["method"]
     key = hashlib.sha256(repr(sorted(checkpoint_origin(kind, cfg).items())).encode()).hexdigest()[:16]
@@ -391,6 +392,9 @@ def kept_checkpoint(overrides: dict, data_dir=None) -> Path:
         if copies := sorted(models.glob(f"{stem}-*.pt"), key=lambda f: f.stat().st_mtime_ns):
             return copies[-1]  # the copy of the latest training this machine finished
         print(f"sre-repro: training {kind} seed {cfg['seed']} once for its weights (kept in {models})", file=sys.stderr)
+        if (gpu := ((runs.read(kind, cfg) or {}).get("hardware") or {}).get("cuda")) and not torch.cuda.is_available():
+            print(f"sre-repro: its record was computed on {gpu}: these CPU weights are a sibling of the record's, "
+                  "not the same (the arithmetic differs)", file=sys.stderr)
         with tempfile.TemporaryDirectory() as results:  # only the weights are wanted, not another record
             train(overrides, data_dir=data_dir, results_root=results)
     best = work / "best.pt"
