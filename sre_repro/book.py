@@ -81,7 +81,7 @@ ACCEPTED = {"str": (str,), "bool": (bool,), "int": (int,), "float": (int, float)
 
 # The cpu recipe (settings.CPU_RECIPES) each chapter's records were computed with: "fixed-budget" until the chapter
 # is recomputed under the convergence study's recipe; a chapter not listed (none trains) has "converged"
-CHAPTER_RECIPES = {name: "fixed-budget" for name in ("cpu_recipe", "slt_fai")}
+CHAPTER_RECIPES = {"cpu_recipe": "fixed-budget"}
 
 
 def check_parameters(notebook: str, namespace: dict) -> None:
@@ -254,6 +254,24 @@ def train_seeds(method: str, scale: str, seed_list: list[int], model_name: str =
         extra["model_name"] = model_name
     return [train({"method": method, "scale": scale, "seed": s, **extra, **(per_seed or {}).get(s, {})},
                   data_dir=data_dir, force=force, allow_stale=allow_stale) for s in seed_list]
+
+
+def validate_plan(groups: dict, scale: str, **common) -> int:
+    """Resolve the config of every run of a chapter's plan (group name -> (method, seeds, overrides)); an SreError
+    names a bad one before anything trains. Returns how many runs the plan holds."""
+    from .config import resolve
+
+    extra = {k: v for k, v in common.items() if v not in ("", None)}
+    for method, seed_list, overrides in groups.values():
+        for seed in seed_list:
+            resolve(overrides={"method": method, "scale": scale, "seed": seed, **overrides, **extra})
+    return sum(len(seed_list) for _, seed_list, _ in groups.values())
+
+
+def run_plan(groups: dict, scale: str, data_dir=None, force: bool = False, **common) -> dict[str, list[dict]]:
+    """A chapter's plan run: group name -> its run records (cached runs are read, the others trained)."""
+    return {name: train_seeds(method, scale, seed_list, data_dir=data_dir, force=force, **overrides, **common)
+            for name, (method, seed_list, overrides) in groups.items()}
 
 
 def best_row(results: dict[str, dict], prefix: str = "", poolings_only: bool = False) -> str:

@@ -148,8 +148,9 @@ def _seeds_word(needed: int | None) -> str:
 
 def _word(claim, values, runs_, engagement, rule, plm_value, row, baseline_values) -> str:
     result = None
-    if claim.type == "geometry":
-        result = protocol.geometry_verdict(values, plm_value, claim.lower_is_better)
+    if claim.type == "geometry":  # (no values or no PLM value: a row not run, claims.not_run)
+        result = (protocol.geometry_verdict(values, plm_value, claim.lower_is_better)
+                  if len(values) and plm_value is not None else None)
     elif claim.type == "variance":
         result = protocol.variance_verdict(baseline_values, values)
         result = None if result["verdict"].startswith("one seed") else result

@@ -144,3 +144,5 @@ def test_a_claim_whose_runs_were_not_trained_gets_a_not_tested_row_that_passes_t
     row = claims.not_run(claim, "not in this call's grids")
     assert row["verdict"] == "not tested: not in this call's grids" and row["ours"] is None and row["n seeds"] == 0
     assert board.audit([row]) == []
+    geometry = claims.Claim("g", "A is more isotropic than the PLM", "geometry", "A's anisotropy", None)
+    assert claims.not_run(geometry, "no PLM analysis")["verdict"] == "not tested: no PLM analysis"

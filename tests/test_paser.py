@@ -317,11 +317,12 @@ def test_askubuntu_says_it_is_not_offline(data_dir):
 
 
 def test_the_paper_scale_plan_validates_every_run_before_training():
+    from sre_repro import book
     from sre_repro.chapters import paser as chapter
 
     groups = chapter.plan("paper", [42, 43, 44])
     # Table 1's three rows and Eq. 2's signal, Table 2's two, Figure 4's depths, Table 4 (none at three seeds), 5, 8
-    assert chapter.validate_plan(groups, "paper", model_name="bert-base-uncased") == 3 * 4 + 3 + 3 + 7 + (3 + 4) + 7 + 4
+    assert book.validate_plan(groups, "paper", model_name="bert-base-uncased") == 3 * 4 + 3 + 3 + 7 + (3 + 4) + 7 + 4
     assert groups["augment none"][1] == groups["PaSeR (Eq. 2 signal)"][1] == [42, 43, 44] and groups["augment rs"][1] == [42]
     sup = resolve(overrides={"method": "paser", "scale": "paper", "seed": 42, **groups["PaSeR (supervised)"][2]})
     simcse_sup = resolve(overrides={"method": "simcse_sup", "scale": "paper"})
@@ -330,7 +331,7 @@ def test_the_paper_scale_plan_validates_every_run_before_training():
     assert (paser["epochs"], paser["precision"], paser["decoder_layers"], paser["train_data"]) == (5, "fp32", 6, "sts_unlabeled")
     bad = {"PaSeR": ("paser", [42], {"mask_top_k": 0})}
     with pytest.raises(SreError, match="mask_top_k"):
-        chapter.validate_plan(bad, "paper")
+        book.validate_plan(bad, "paper")
 
 
 def test_views_are_tokenised_once_and_cut_as_the_tokenizer_truncates(method):
@@ -443,12 +444,12 @@ def test_the_decoder_engages_only_below_both_guesses_that_ignore_the_sentence():
 
     held = lambda loss, other, entropy: {"held_out": {"loss": loss, "loss_shuffled": other, "unigram_entropy": entropy}}  # noqa: E731
     run = _paser_run(42, first=8.0, kept=5.0)  # fell 37.5 %
-    assert chapter.decoder_engaged(run, check=held(4.6, 7.5, 5.8))[0]
+    assert chapter.decoder_engaged(run, held(4.6, 7.5, 5.8))[0]
     # below the unigram entropy but no better than another sentence's signal: it models phrases, not the sentence
-    ok, why = chapter.decoder_engaged(run, check=held(7.1, 7.0, 7.5))
+    ok, why = chapter.decoder_engaged(run, held(7.1, 7.0, 7.5))
     assert not ok and "not below its trivial baseline 7.000" in why and "another sentence's signal 7.000" in why
     # reads the signal, but its training term barely fell (9 %, the rule asks 10 %)
-    assert not chapter.decoder_engaged(_paser_run(42, first=8.0, kept=7.28), check=held(4.6, 7.5, 5.8))[0]
+    assert not chapter.decoder_engaged(_paser_run(42, first=8.0, kept=7.28), held(4.6, 7.5, 5.8))[0]
 
 
 def test_within_level_variance_and_the_cosine_band_against_a_hand_computation():
@@ -505,3 +506,13 @@ def test_figure_4_names_its_axis_and_figure_5_draws_every_seed():
     run = lambda: {"metrics": {"stsb_test_cosine": rng.uniform(0, 1, len(gold)).tolist()}}  # noqa: E731
     fig = plots.cosine_by_gold({"PLM": run(), "PaSeR": [run(), run(), run()]}, gold)
     assert all(len(ax.get_lines()) + len(ax.collections) == 4 for ax in fig.axes)  # one curve per seed, and the PLM's
+
+
+def test_every_grid_claim_compares_rows_its_grid_runs_at_paper_scale():
+    from sre_repro.chapters import paser as chapter
+
+    grids = {"augments": ["sr", *chapter.grid("augments", "paper")], "maskings": ["RAKE top5", *chapter.grid("maskings", "paper")],
+             "mn_grid": [(10.0, 10.0), *(tuple(p) for p in chapter.grid("mn", "paper"))]}
+    assert set(chapter.GRID_COMPARED) <= set(chapter.CLAIMS)
+    for claim_id, (parameter, better, worse) in chapter.GRID_COMPARED.items():
+        assert better in grids[parameter] and worse in grids[parameter], claim_id

@@ -341,15 +341,15 @@ def test_the_chapter_at_paper_scale_on_bert_base_is_a_valid_call():
     from sre_repro.chapters import slt_fai as chapter
 
     base = {"scale": "paper", "model_name": "bert-base-uncased"}
-    seeds = book.seeds("paper")
-    n_ablation = chapter.grid("simcse_ablation_seeds", "paper")[0]
-    rows = {**chapter.block("consert", "paper"), **chapter.block("simcse", "paper")}
+    groups = chapter.plan("paper", book.seeds("paper"))
+    # Table 1's eight rows, both readings and the four other lambdas at the edition's three seeds; the AT study's
+    # three other settings at the first
+    assert book.validate_plan(groups, "paper", model_name="bert-base-uncased") == (8 + 2 + 4) * 3 + 3
     configs = {(name, s): resolve(overrides={"method": method, **base, **o, "seed": s})
-               for name, (method, o) in rows.items() for s in chapter.row_seeds(name, seeds, n_ablation)}
-    configs.update({(name, 42): resolve(overrides={"method": "slt_fai", **base, **o}) for name, o in chapter.VARIANTS.items()})
-    configs.update({(f"lambda {r}", 42): resolve(overrides={"method": "slt_fai", **base, "low_rate": r})
-                    for r in chapter.grid("low_rates", "paper")})
-    assert len(configs) == 8 * 3 + 2 + 5 and {c["model_name"] for c in configs.values()} == {"bert-base-uncased"}
+               for name, (method, seed_list, o) in groups.items() for s in seed_list}
+    assert {c["model_name"] for c in configs.values()} == {"bert-base-uncased"}
+    assert sorted(c["low_rate"] for (name, s), c in configs.items() if s == 42 and c["method"] == "slt_fai"
+                  and (name.startswith("λ") or name == "ConSERT + SLT-FAI")) == [0.1, 0.3, 0.5, 0.7, 0.9]
     consert = configs["ConSERT + SLT-FAI", 42]
     assert (consert["batch_size"], consert["lr"], consert["epochs"], consert["max_len"], consert["train_data"], consert["temperature"],
             consert["aux_warmup_steps"], consert["precision"]) == (32, 5e-7, 10, 64, "sts_unlabeled", 0.0, -1, "fp16")
@@ -358,7 +358,7 @@ def test_the_chapter_at_paper_scale_on_bert_base_is_a_valid_call():
     assert (simcse["batch_size"], simcse["lr"], simcse["train_data"], simcse["pooler"], simcse["eval_pooler"]) == \
         (32, 3e-5, "wiki1m_full", "cls", "cls")
     assert configs["SimCSE", 42]["batch_size"] == 32  # the paper's SimCSE rerun at batch 32
-    assert chapter.grid("low_rates", "paper") == [0.1, 0.3, 0.5, 0.7, 0.9]
+    assert chapter.grid("low_rates", "paper") == chapter.grid("low_rates", "cpu") == [0.1, 0.3, 0.5, 0.7, 0.9]
 
 
 def test_paper_gains_and_effects_over_a_backbone():
@@ -373,10 +373,8 @@ def test_paper_gains_and_effects_over_a_backbone():
     frame = chapter.effects_over_backbone(runs, "consert")
     assert frame.loc["ConSERT + SLT-FAI", "ours: minus the backbone"] == 2.0
     assert frame.loc["ConSERT + SLT-FAI", "paper: minus the backbone"] == pytest.approx(1.31)
-    assert frame.loc["ConSERT + SLT-FAI (code reading)", "ours: minus the backbone"] == -0.5
+    assert frame.loc["ConSERT + SLT-FAI (code reading)", "ours: minus the backbone"] == 0.5  # seed-matched: 50.5 - 50 at 42
     assert np.isnan(frame.loc["ConSERT + SLT-FAI (code reading)", "paper: minus the backbone"])
-    assert chapter.row_seeds("SimCSE + SLT-FAI w/o AT", [42, 43, 44], 1) == [42]
-    assert chapter.row_seeds("ConSERT + SLT-FAI w/o AT", [42, 43, 44], 1) == [42, 43, 44]
     with pytest.raises(SreError, match="unknown backbone"):
         chapter.block("bert", "cpu")
 
@@ -473,3 +471,87 @@ def test_the_books_at_setting_is_the_studys_choice_on_its_committed_records():
             assert found[name] and check and not found[name]["stale"] and not check["stale"], name
             checks[name] = check["metrics"]
     assert chapter.chosen_at_training(chapter.at_training_table(found, checks)) == chapter.AT_CHOSEN
+
+
+def _run(method, seed, avg, alpha=1.0, beta=1.0, best_step=40, aux_on=1, probe=0.8):
+    """A run record with what the verdict rows read: converged by its stopping rule (patience 2, cap 100)."""
+    curve = [{"step": 20, "stsb_dev": 60.0, "aux_on": 0}, {"step": 40, "stsb_dev": 61.0, "aux_on": aux_on},
+             {"step": 60, "stsb_dev": 60.5, "aux_on": 1}, {"step": 80, "stsb_dev": 60.4, "aux_on": 1}]
+    cfg = {"method": method, "alpha": alpha, "beta": beta, "patience": 2, "min_delta": 0.0, "max_steps": 100,
+           "aux_warmup_steps": 30, "low_rate": 0.5}
+    return {"config": cfg, "config_hash": f"{method}-{alpha}-{beta}-{seed}", "seed": seed, "steps": 80,
+            "dev_curve": curve, "metrics": {"sts": {"avg": avg, "STSBenchmark": avg}, "best_step": best_step, "stsb_dev_best": 61.0,
+                                            "frequency": {"tokens": {"probe_accuracy": probe, "centroid_separation": 0.2, "anisotropy": 0.3},
+                                                          "sentences": {"anisotropy": 0.4},
+                                                          "attention_received": {"content words": 0.5, "[SEP]": 0.1, "low-frequency words": 0.05}}}}
+
+
+def test_a_discriminator_engages_on_its_held_out_auc_not_its_accuracy():
+    from sre_repro.chapters import slt_fai as chapter
+
+    at_base_rate = {"similarity": {"auc": 0.55, "balanced_accuracy": 0.5, "majority": 0.93}}
+    assert chapter.discriminator_engaged(at_base_rate, chapter.AT) == (False, "ROC AUC 0.550 < 0.60 (chance 0.5)")
+    assert chapter.discriminator_engaged({"similarity": {"auc": 0.6}}, chapter.AT)[0]  # 0.5 + CHANCE_MARGIN
+    assert not chapter.discriminator_engaged({"similarity": {"auc": 0.9}}, chapter.ISF)[0]  # no check of its own
+    # a component is read only in the runs that train it: w/o AT (alpha 0) does not count against AT
+    runs = [_run("slt_fai", 42, 50.0), _run("slt_fai", 42, 50.0, alpha=0.0), _run("consert", 42, 50.0)]
+    checks = {runs[0]["config_hash"]: {"metrics": {"similarity": {"auc": 0.8}, "information": {"auc": 0.58}}},
+              runs[1]["config_hash"]: {"metrics": {"information": {"auc": 0.9}}}}
+    read = chapter.engagement(runs, [chapter.AT, chapter.ISF], checks)
+    assert read[chapter.AT][0] and not read[chapter.ISF][0] and read[chapter.ISF][1].startswith("seed 42: ROC AUC 0.580")
+    # a run that kept a checkpoint from before the auxiliaries switched on engaged nothing, whatever its check reads
+    early = _run("slt_fai", 43, 50.0, aux_on=0)
+    checks[early["config_hash"]] = {"metrics": {"similarity": {"auc": 0.9}, "information": {"auc": 0.9}}}
+    assert chapter.engagement([early], [chapter.AT], checks)[chapter.AT] == (
+        False, "seed 43: kept step 40, before the auxiliary losses switched on")
+
+
+def test_verdict_rows_are_seed_matched_and_gated_on_engagement():
+    from sre_repro import protocol
+    from sre_repro.chapters import slt_fai as chapter
+
+    runs = {"ConSERT": [_run("consert", s, a) for s, a in ((42, 50.0), (43, 51.0), (44, 52.0), (45, 40.0))],
+            "ConSERT + SLT-FAI": [_run("slt_fai", s, a) for s, a in ((42, 51.0), (43, 52.5), (44, 53.0))]}
+    good = {"metrics": {"similarity": {"auc": 0.8}, "information": {"auc": 0.9}}}
+    checks = {r["config_hash"]: good for r in runs["ConSERT + SLT-FAI"]}
+    rows = {row["id"]: row for row in chapter.verdict_rows(runs, checks)}
+    head = rows["slt_fai_beats_consert"]
+    # seed 45 has no SLT-FAI run: the differences are 1.0, 1.5 and 1.0, not the means of unequal seed sets
+    assert head["ours"] == round(3.5 / 3, 2) and head["seeds"] == "42, 43, 44" and head["n seeds"] == 3
+    word = protocol.claim_verdict([1.0, 1.5, 1.0], "superiority")["verdict"]
+    assert head["verdict"] == "not tested: a headline claim rests on at least 5 seeds, this on 3" and word == "holds"
+    assert rows["isf_helps_consert"]["verdict"] == "not tested: a row it compares is not run at this scale or in this mode"
+    assert rows["beats_wiki_baselines"]["verdict"].startswith("not tested: it compares absolute scores")
+    # a geometry claim reads 100 x the analysis number: CL's probe 0.8 against CL + AT's 0.7 at the same seeds
+    runs["ConSERT + SLT-FAI w/o ISF"] = [_run("slt_fai", s, 50.0, beta=0.0, probe=p) for s, p in ((42, 0.7), (43, 0.72), (44, 0.69))]
+    checks.update({r["config_hash"]: good for r in runs["ConSERT + SLT-FAI w/o ISF"]})
+    probe = {row["id"]: row for row in chapter.verdict_rows(runs, checks)}["at_hides_frequency"]
+    assert probe["ours"] == round((10 + 8 + 11) / 3, 2) and probe["verdict"] == "holds"
+    checks[runs["ConSERT + SLT-FAI w/o ISF"][1]["config_hash"]] = {"metrics": {"similarity": {"auc": 0.52}}}
+    probe = {row["id"]: row for row in chapter.verdict_rows(runs, checks)}["at_hides_frequency"]
+    assert probe["verdict"].startswith("not tested: similarity discriminator did not engage (seed 43: ROC AUC 0.520")
+    # a geometry claim stands beside the untrained PLM: CL's token anisotropy (30 x 100 at every seed) against 45
+    plm = {"metrics": {"frequency": {"tokens": {"anisotropy": 0.45}}}}
+    geometry = {row["id"]: row for row in chapter.verdict_rows(runs, checks, plm_analysis=plm)}["cl_isotropic"]
+    assert geometry["untrained PLM"] == 45.0 and geometry["ours"] == 30.0 and geometry["verdict"] == "better than the PLM"
+    assert {row["id"]: row for row in chapter.verdict_rows(runs, checks)}["cl_isotropic"]["verdict"].startswith("not tested")
+
+
+def test_the_lambda_grid_and_the_simcse_blocks_auxiliary_start():
+    from sre_repro.chapters import slt_fai as chapter
+
+    full = [_run("slt_fai", s, 50.0) for s in (42, 43, 44, 45, 46)]
+    rates = {0.1: [_run("slt_fai", s, 49.0) for s in (42, 43, 44)], 0.9: [_run("slt_fai", s, 48.0) for s in (42, 43, 44)]}
+    for rate, group in rates.items():
+        for r, dev in zip(group, (59.0, 60.0, 61.0) if rate == 0.1 else (62.0, 62.0, 62.0)):
+            r["config"] = {**r["config"], "low_rate": rate}
+            r["metrics"] = {**r["metrics"], "stsb_dev_best": dev}
+    runs = {"ConSERT + SLT-FAI": full, **{chapter.rate_row(rate): group for rate, group in rates.items()}}
+    assert chapter.best_other_rate(runs) == "λ = 0.9"  # the best mean dev among the other lambdas
+    grid = chapter.rate_groups(runs)
+    assert list(grid) == [0.1, 0.5, 0.9] and [r["seed"] for r in grid[0.5]] == [42, 43, 44]  # Table 1's row, seed-matched
+    assert chapter.rate_frame(grid).loc[0.1, "STS-B dev (kept)"] == 60.0
+    # the auxiliaries start after step 30: a run that keeps step 40 before its aux_on turned on kept its backbone
+    early = [_run("slt_fai", 42, 50.0, aux_on=0), _run("slt_fai", 43, 50.0)]
+    assert chapter.kept_before_auxiliaries(early) == [42]
+    assert chapter.dev_before_after(early) == {"before": 60.0, "after": 61.0}

@@ -59,8 +59,6 @@ def supervised_overrides(scale: str) -> dict:
     """Supervised PaSeR's overrides: NLI triplets with supervised SimCSE's recipe at this scale (learning rate,
     batch, length of training), so that Table 2's two rows differ in PaSeR's generative term and in the checkpoint
     supervised PaSeR starts from (the unsupervised PaSeR run's, as the paper's)."""
-
-
     sup = resolve(overrides={"method": "simcse_sup", "scale": scale})
     return {"supervised": True, "train_data": "snli", **{k: sup[k] for k in ("lr", "batch_size", "epochs", "max_steps")}}
 
@@ -92,24 +90,6 @@ def plan(scale: str, seed_list: list[int], decoder_layers=None, augments=None, m
     groups.update({f"m = {m:g}, n = {n:g}": ("paser", first, {"m": float(m), "n": float(n)})
                    for m, n in grid("mn", scale, mn)})
     return groups
-
-
-def validate_plan(groups: dict, scale: str, **common) -> int:
-    """Resolve the config of every run of the plan (an SreError names a bad one before anything trains);
-    returns how many runs the plan holds."""
-
-
-    extra = {k: v for k, v in common.items() if v not in ("", None)}
-    for method, seeds, overrides in groups.values():
-        for seed in seeds:
-            resolve(overrides={"method": method, "scale": scale, "seed": seed, **overrides, **extra})
-    return sum(len(seeds) for _, seeds, _ in groups.values())
-
-
-def run_plan(groups: dict, scale: str, data_dir=None, force: bool = False, **common) -> dict[str, list[dict]]:
-    """Group name -> its run records (cached runs are read, the others trained)."""
-    return {name: book.train_seeds(method, scale, seeds, data_dir=data_dir, force=force, **overrides, **common)
-            for name, (method, seeds, overrides) in groups.items()}
 
 
 # ----- evaluations of kept weights ------------------------------------------------------------------------------
@@ -363,6 +343,13 @@ CLAIMS = {c.id: c for c in [
     Claim("paser_beats_cmlm", "PaSeR beats CMLM (Table 1)", "superiority", "PaSeR - CMLM, average STS",
           _EFFECT["paser_vs_cmlm"]),
 ]}
+# the grid claims: claim id -> (the notebook parameter whose grid holds the rows, the better row, the worse row),
+# compared on STS12-16 at the grid's seeds
+GRID_COMPARED = {"sr_beats_none": ("augments", "sr", "none"), "sr_rd_no_gain": ("augments", "sr", "sr+rd"),
+                 "sr_rs_no_gain": ("augments", "sr", "sr+rs"), "rake_beats_syntactic": ("maskings", "RAKE top5", "NP+VP"),
+                 "npvp_beats_np": ("maskings", "NP+VP", "NP"), "npvp_beats_vp": ("maskings", "NP+VP", "VP"),
+                 "top3_beats_top1": ("maskings", "RAKE top3", "RAKE top1"), "top5_beats_top1": ("maskings", "RAKE top5", "RAKE top1"),
+                 "mn10_beats_mn1": ("mn_grid", (10.0, 10.0), (1.0, 1.0))}
 # why a declared claim gets no runs here (claims.not_run): CMLM needs what no offline corpus has
 CMLM_NOT_BUILT = ("CMLM is not built: it conditions a masked LM on the embeddings of adjacent sentences of the same "
                   "document, and no offline corpus here has documents (the STS and wiki sentences stand alone)")
@@ -375,23 +362,30 @@ CLS_UNTRAINED = ("the stand-in PLM's [CLS] was never trained (no next-sentence o
                  "not judged")
 
 
-def decoder_engaged(run: dict, data_dir=None, check: dict | None = None) -> tuple[bool, str]:
+def decoder_checks(groups: dict[str, list[dict]], data_dir=None) -> dict[str, dict]:
+    """Every PaSeR run's decoder_check record, read once: config hash -> the record."""
+    return {r["config_hash"]: decoder_check(r, data_dir)
+            for group in groups.values() for r in group if r["config"]["method"] == "paser"}
+
+
+def decoder_engaged(run: dict, check: dict) -> tuple[bool, str]:
     """protocol.engaged for one run's phrase decoder: its training term fell by protocol.LOSS_FALL from the first
-    step to the kept one, and the kept decoder's held-out loss (decoder_check, the sentence's own signal) lies below
-    both guesses that ignore the sentence: the targets' unigram entropy and the same decoder fed another sentence's
-    signal (`check`: the run's decoder_check metrics, where the caller has read them)."""
+    step to the kept one, and the kept decoder's held-out loss (`check`: the run's decoder_check metrics, the
+    sentence's own signal) lies below both guesses that ignore the sentence: the targets' unigram entropy and the
+    same decoder fed another sentence's signal."""
     term = run["training"]["terms"]["loss_generative"]
-    held = (check or decoder_check(run, data_dir)["metrics"])["held_out"]
+    held = check["held_out"]
     ok, why = protocol.engaged("reconstruction", first=term["first"], kept=term["kept"], compared=held["loss"],
                                baseline=min(held["unigram_entropy"], held["loss_shuffled"]))
     return ok, (f"{why} (the lower of the targets' unigram entropy {held['unigram_entropy']:.3f} and another "
                  f"sentence's signal {held['loss_shuffled']:.3f})")
 
 
-def decoder_engagement(group: list[dict], data_dir=None) -> dict[str, tuple[bool, str]]:
-    """claims.judge's engagement entry for a claim resting on `group`: the decoder engaged in every PaSeR run of it."""
+def decoder_engagement(group: list[dict], checks: dict[str, dict]) -> dict[str, tuple[bool, str]]:
+    """claims.judge's engagement entry for a claim resting on `group`: the decoder engaged in every PaSeR run of it
+    (`checks`: decoder_checks' records)."""
     paser_runs = [r for r in group if r["config"]["method"] == "paser"]
-    return {DECODER: claims.engaged_in_every(paser_runs, lambda run: decoder_engaged(run, data_dir))}
+    return {DECODER: claims.engaged_in_every(paser_runs, lambda run: decoder_engaged(run, checks[run["config_hash"]]["metrics"]))}
 
 
 def sts12_16_by_seed(group: list[dict]) -> dict[int, float]:
@@ -404,16 +398,17 @@ def retrieval_by_seed(group: list[dict], records: list[dict], metric: str) -> di
     return {run["seed"]: record["metrics"][metric] for run, record in zip(group, records)}
 
 
-def engagement_table(groups: dict[str, list[dict]], data_dir=None) -> pd.DataFrame:
+def engagement_table(groups: dict[str, list[dict]], checks: dict[str, dict]) -> pd.DataFrame:
     """Per PaSeR run: the decoder term first -> kept, the kept decoder on held-out sentences (own signal, another
     sentence's, the unigram entropy; token accuracy with each signal), the training sentences without decoder
-    loss, protocol.engaged's reading, and the MLM term's fall (which the engagement rule asks of a term too)."""
+    loss, protocol.engaged's reading, and the MLM term's fall (which the engagement rule asks of a term too);
+    `checks`: decoder_checks' records."""
     rows = []
     for name, group in groups.items():
         for run in group:
-            check = decoder_check(run, data_dir)["metrics"]
+            check = checks[run["config_hash"]]["metrics"]
             held, term = check["held_out"], run["training"]["terms"]["loss_generative"]
-            ok, why = decoder_engaged(run, check=check)
+            ok, why = decoder_engaged(run, check)
             mlm = report.loss_drop(run, "loss_mlm")
             rows.append({"run": name, "seed": run["seed"],
                          "decoder term first → kept": f"{term['first']:.3f} → {term['kept']:.3f}",

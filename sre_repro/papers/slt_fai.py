@@ -18,7 +18,8 @@ TABLE1 = {
     "SimCSE + SLT-FAI w/o AT": [66.48, 82.16, 73.48, 81.40, 77.16, 76.58, 70.25, 75.36],
 }
 
-# Table 1's other rows (transcribed only: average STS). Untrained rows are GloVe 300d and BERT-base.
+# Table 1's other rows (transcribed only: average STS). Untrained rows are GloVe (the paper does not say which;
+# 61.32 is SBERT's 300d GloVe row) and BERT-base.
 TABLE1_OTHERS = {
     "GloVe (avg.)": 61.32, "BERT [CLS]": 31.40, "BERT (avg.)": 52.57, "BERT-large [CLS]": 31.96, "BERT-large (avg.)": 48.91,
     "BERT-flow (STS)": 69.57, "BERT-large-flow (STS)": 70.76,
