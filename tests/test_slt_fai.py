@@ -359,6 +359,10 @@ def test_the_chapter_at_paper_scale_on_bert_base_is_a_valid_call():
         (32, 3e-5, "wiki1m_full", "cls", "cls")
     assert configs["SimCSE", 42]["batch_size"] == 32  # the paper's SimCSE rerun at batch 32
     assert chapter.grid("low_rates", "paper") == chapter.grid("low_rates", "cpu") == [0.1, 0.3, 0.5, 0.7, 0.9]
+    # cpu: the four headline rows at five seeds, the four ablations and two readings at three, the AT study's three
+    # other settings at one, the four other lambdas at two (their third seed is not computed yet)
+    cpu = chapter.plan("cpu", book.seeds("cpu"))
+    assert book.validate_plan(cpu, "cpu") == 4 * 5 + 6 * 3 + 3 + 4 * 2
 
 
 def test_paper_gains_and_effects_over_a_backbone():
