@@ -274,6 +274,16 @@ def run_plan(groups: dict, scale: str, data_dir=None, force: bool = False, **com
             for name, (method, seed_list, overrides) in groups.items()}
 
 
+def per_run(groups: dict[str, list[dict]], method: str, read, data_dir=None) -> dict[str, dict]:
+    """A record of each run of `method` in a chapter's groups, read once (`read(run, data_dir)`: a cached
+    evaluation of its kept weights): config hash -> the record."""
+    found = {}
+    for run in (r for group in groups.values() for r in group if r["config"]["method"] == method):
+        if run["config_hash"] not in found:  # a run two groups share (a grid's preset row) is read once
+            found[run["config_hash"]] = read(run, data_dir)
+    return found
+
+
 def best_row(results: dict[str, dict], prefix: str = "", poolings_only: bool = False) -> str:
     """The name of the result with the highest average STS (among names starting with `prefix`; with
     `poolings_only`, among the training-free poolings, leaving out whitening, which fits a transformation)."""

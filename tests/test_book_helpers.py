@@ -56,6 +56,14 @@ def test_best_by_dev_picks_the_setting_with_the_best_dev_score():
     assert book.best_by_dev(grid, "A") == 64
 
 
+def test_per_run_reads_one_record_for_each_run_of_the_method_once():
+    run = lambda method, h: {"config": {"method": method}, "config_hash": h}  # noqa: E731
+    groups = {"a": [run("slt_fai", "h1"), run("slt_fai", "h2")], "b": [run("consert", "h3")], "c": [run("slt_fai", "h1")]}
+    read = []
+    got = book.per_run(groups, "slt_fai", lambda r, data_dir: read.append(r["config_hash"]) or {"of": r["config_hash"]})
+    assert got == {"h1": {"of": "h1"}, "h2": {"of": "h2"}} and read == ["h1", "h2"]
+
+
 def test_grids_follow_the_scale_unless_chosen():
     assert sarcse_chapter.grid("sarcse_batch_sizes", "cpu") == [32, 64, 512]
     assert sarcse_chapter.grid("sarcse_batch_sizes", "paper") == [32, 64, 128, 192, 256, 512]

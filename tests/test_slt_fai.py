@@ -343,8 +343,8 @@ def test_the_chapter_at_paper_scale_on_bert_base_is_a_valid_call():
     base = {"scale": "paper", "model_name": "bert-base-uncased"}
     groups = chapter.plan("paper", book.seeds("paper"))
     # Table 1's eight rows, both readings and the four other lambdas at the edition's three seeds; the AT study's
-    # three other settings at the first
-    assert book.validate_plan(groups, "paper", model_name="bert-base-uncased") == (8 + 2 + 4) * 3 + 3
+    # six other settings at the first
+    assert book.validate_plan(groups, "paper", model_name="bert-base-uncased") == (8 + 2 + 4) * 3 + 6
     configs = {(name, s): resolve(overrides={"method": method, **base, **o, "seed": s})
                for name, (method, seed_list, o) in groups.items() for s in seed_list}
     assert {c["model_name"] for c in configs.values()} == {"bert-base-uncased"}
@@ -359,10 +359,13 @@ def test_the_chapter_at_paper_scale_on_bert_base_is_a_valid_call():
         (32, 3e-5, "wiki1m_full", "cls", "cls")
     assert configs["SimCSE", 42]["batch_size"] == 32  # the paper's SimCSE rerun at batch 32
     assert chapter.grid("low_rates", "paper") == chapter.grid("low_rates", "cpu") == [0.1, 0.3, 0.5, 0.7, 0.9]
-    # cpu: the four headline rows at five seeds, the four ablations and two readings at three, the AT study's three
-    # other settings at one, the four other lambdas at two (their third seed is not computed yet)
+    # cpu: the four headline rows at five seeds, the four ablations and two readings at three, the AT study's six
+    # other settings at one, the four other lambdas at three
     cpu = chapter.plan("cpu", book.seeds("cpu"))
-    assert book.validate_plan(cpu, "cpu") == 4 * 5 + 6 * 3 + 3 + 4 * 2
+    assert book.validate_plan(cpu, "cpu") == 4 * 5 + 6 * 3 + 6 + 4 * 3
+    # the study's "encoder's rate" row trains both discriminators at the PLM's rate (the recipe's head_lr dropped)
+    encoder_rate = "AT study: plain CE, GRL 1, discriminators at the encoder's rate (code)"
+    assert cpu[encoder_rate][2] == {"head_lr": 3e-5} and configs[encoder_rate, 42]["head_lr"] == 5e-7
 
 
 def test_paper_gains_and_effects_over_a_backbone():
@@ -448,6 +451,9 @@ def test_the_at_study_chooses_on_dev_among_the_settings_whose_discriminator_enga
     # by hand: plain CE's constant guess costs the labels' entropy at a 90 % majority; balanced CE's costs ln 2
     assert table.loc["plain", "constant guess"] == round(-(0.9 * math.log(0.9) + 0.1 * math.log(0.1)), 3) == 0.325
     assert table.loc["balanced", "constant guess"] == round(math.log(2), 3)
+    assert list(table["check's weights"]) == ["the run's", "the run's"]
+    runs["balanced"]["hardware"] = {"cuda": "NVIDIA H200"}  # its check reads weights retrained on this CPU
+    assert chapter.at_training_table(runs, checks).loc["balanced", "check's weights"] == "a CPU retrain (record on GPU)"
     assert chapter.chosen_at_training(table) == "balanced"  # the better dev score did not engage
     checks["balanced"]["similarity"]["auc"] = 0.55  # read on the AUC (a ranking a 0.5 cut need not show)
     assert chapter.chosen_at_training(chapter.at_training_table(runs, checks)) == "plain"  # none engaged: the paper's

@@ -32,10 +32,10 @@ MASKINGS = {"NP": {"phrase_extractor": "syntactic", "syntactic_types": "NP"},
             **{f"RAKE top{k}": {"mask_top_k": k} for k in range(1, 6)}}
 # How many seeds each part runs at each scale (the first n of the edition's seeds): Table 2 is a headline (five,
 # claims.HEADLINE_SEEDS); SimCSE + MLM, Eq. 2's signal and "no augmentation" carry claims that are not (three).
-# QQP retrieval of the supervised rows reads kept weights, which the committed supervised SimCSE records predate: at
-# cpu that is a retrain of 15-30 CPU minutes per seed, not yet done (the rows read "not tested"); elsewhere three seeds
+# QQP retrieval of the supervised rows reads kept weights (supervised SimCSE's committed cpu records predate it: a
+# machine without their weights retrains each once, 15-35 CPU minutes a seed): three seeds
 SEED_COUNTS = {"supervised": {"smoke": 1, "default": 5}, "simcse_mlm": {"smoke": 1, "default": 3},
-               "secondary": {"smoke": 1, "default": 3}, "qqp_supervised": {"smoke": 1, "cpu": 0, "default": 3}}
+               "secondary": {"smoke": 1, "default": 3}, "qqp_supervised": {"smoke": 1, "default": 3}}
 DECODER_MODULES = ["decoder"]
 # the masked view's decoder loss, the term a claim about PaSeR's objective rests on
 GENERATIVE_TERMS = ["loss_generative"]
@@ -353,19 +353,10 @@ GRID_COMPARED = {"sr_beats_none": ("augments", "sr", "none"), "sr_rd_no_gain": (
 # why a declared claim gets no runs here (claims.not_run): CMLM needs what no offline corpus has
 CMLM_NOT_BUILT = ("CMLM is not built: it conditions a masked LM on the embeddings of adjacent sentences of the same "
                   "document, and no offline corpus here has documents (the STS and wiki sentences stand alone)")
-# why the supervised QQP rows get no verdict where SEED_COUNTS runs none
-QQP_SUPERVISED_NOT_RUN = ("supervised SimCSE's committed records predate its QQP retrieval, which needs their kept "
-                          "weights: a retrain of 15-30 CPU minutes per seed, not done at this scale (chapter.SEED_COUNTS)")
 # why the pooler row gets no verdict: the stand-in PLM's [CLS] never trained (no next-sentence objective)
 CLS_UNTRAINED = ("the stand-in PLM's [CLS] was never trained (no next-sentence objective) and the book trains with "
                  "average pooling, so [CLS] here is a pooler the model did not learn through: the difference is shown, "
                  "not judged")
-
-
-def decoder_checks(groups: dict[str, list[dict]], data_dir=None) -> dict[str, dict]:
-    """Every PaSeR run's decoder_check record, read once: config hash -> the record."""
-    return {r["config_hash"]: decoder_check(r, data_dir)
-            for group in groups.values() for r in group if r["config"]["method"] == "paser"}
 
 
 def decoder_engaged(run: dict, check: dict) -> tuple[bool, str]:
@@ -383,7 +374,7 @@ def decoder_engaged(run: dict, check: dict) -> tuple[bool, str]:
 
 def decoder_engagement(group: list[dict], checks: dict[str, dict]) -> dict[str, tuple[bool, str]]:
     """claims.judge's engagement entry for a claim resting on `group`: the decoder engaged in every PaSeR run of it
-    (`checks`: decoder_checks' records)."""
+    (`checks`: book.per_run's decoder_check records)."""
     paser_runs = [r for r in group if r["config"]["method"] == "paser"]
     return {DECODER: claims.engaged_in_every(paser_runs, lambda run: decoder_engaged(run, checks[run["config_hash"]]["metrics"]))}
 
@@ -402,7 +393,7 @@ def engagement_table(groups: dict[str, list[dict]], checks: dict[str, dict]) -> 
     """Per PaSeR run: the decoder term first -> kept, the kept decoder on held-out sentences (own signal, another
     sentence's, the unigram entropy; token accuracy with each signal), the training sentences without decoder
     loss, protocol.engaged's reading, and the MLM term's fall (which the engagement rule asks of a term too);
-    `checks`: decoder_checks' records."""
+    `checks`: book.per_run's decoder_check records."""
     rows = []
     for name, group in groups.items():
         for run in group:

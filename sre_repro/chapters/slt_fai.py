@@ -20,13 +20,14 @@ GRIDS = {
     "low_rates": {"smoke": [0.3, 0.5], "default": [0.1, 0.3, 0.5, 0.7, 0.9]},
     "figure3_rates": {"default": [0.1, 0.3, 0.5, 0.7, 0.9]},
     # AT_TRAINING's settings the study runs beside the chosen one (whose run is Table 1's; the first seed)
-    "at_settings": {"smoke": [], "default": ["balanced CE, GRL 1", "plain CE, DANN's GRL ramp", "balanced CE, DANN's GRL ramp"]},
+    "at_settings": {"smoke": [], "default": ["balanced CE, GRL 1", "plain CE, DANN's GRL ramp", "balanced CE, DANN's GRL ramp",
+                                             "plain CE, GRL 1, discriminators at the encoder's rate (code)",
+                                             "plain CE, GRL 1, discriminators at 1e-4", "plain CE, GRL 1, discriminators at 1e-2"]},
 }
 # How many seeds each part runs (the first n of the edition's): Table 1's backbones and SLT-FAI rows are the
 # headlines (every seed, at least claims.HEADLINE_SEEDS); the ablations of both blocks, the two readings and the
-# lambda grid carry claims of their own, at three. At cpu the lambda grid's third seed is not computed yet (issue
-# 35: four more runs of about 12 minutes on one core), so its rows run two
-SEED_COUNTS = {"secondary": {"smoke": 1, "default": 3}, "lambda": {"smoke": 1, "cpu": 2, "default": 3}}
+# lambda grid carry claims of their own, at three
+SEED_COUNTS = {"secondary": {"smoke": 1, "default": 3}, "lambda": {"smoke": 1, "default": 3}}
 BACKBONE_NAMES = {"consert": "ConSERT", "simcse": "SimCSE"}
 # The book's SLT-FAI is the method's defaults: the paper's AT (each sentence's tokens, Linear-ReLU-Linear) and
 # the code's ISF rule (high-frequency tokens, p = 0.5). The variants run beside it, ConSERT backbone:
@@ -41,7 +42,6 @@ VARIANTS = {
 # the mechanisms a claim rests on (each must engage, by its held-out discriminator check) and the loss weight that
 # switches each on
 AT, ISF = "similarity discriminator", "information discriminator"
-AT_MODULES, ISF_MODULES = [AT], [ISF]
 COMPONENT_WEIGHTS = {AT: "alpha", ISF: "beta"}
 
 
@@ -81,7 +81,7 @@ def plan(scale: str, seed_list: list[int], low_rates=None, secondary_seeds: int 
               for backbone in BACKBONE_NAMES for name, (method, overrides) in block(backbone, scale).items()}
     groups.update({f"ConSERT + SLT-FAI ({name})": ("slt_fai", few, {**overrides, **({} if name == "code reading" else at)})
                    for name, overrides in VARIANTS.items()})
-    groups.update({f"AT study: {name}": ("slt_fai", seed_list[:1], AT_TRAINING[name])
+    groups.update({f"AT study: {name}": ("slt_fai", seed_list[:1], at_setting(name, scale))
                    for name in grid("at_settings", scale) if name != AT_CHOSEN})
     preset = resolve(overrides={"method": "slt_fai", "scale": scale})["low_rate"]
     by_rate = seed_list[:min(len(few), seed_count("lambda", scale))]
@@ -90,11 +90,20 @@ def plan(scale: str, seed_list: list[int], low_rates=None, secondary_seeds: int 
     return groups
 
 
+def at_setting(name: str, scale: str) -> dict:
+    """AT_TRAINING[name]'s overrides with the encoder's rate (head_lr None) written out: a plan's unset knobs fall
+    back to the recipe's (book.train_seeds), which sets head_lr."""
+    overrides = AT_TRAINING[name]
+    if "head_lr" in overrides and overrides["head_lr"] is None:
+        return {**overrides, "head_lr": resolve(overrides={"method": "slt_fai", "scale": scale})["lr"]}
+    return overrides
+
+
 def at_study_runs(runs: dict[str, list[dict]]) -> dict[str, dict]:
     """AT_TRAINING's study: setting -> its run at the first seed (the chosen setting's is Table 1's SLT-FAI row)."""
-    found = {name[len("AT study: "):]: group[0] for name, group in runs.items() if name.startswith("AT study: ")}
-    return {name: runs["ConSERT + SLT-FAI"][0] if name == AT_CHOSEN else found[name]
-            for name in AT_TRAINING if name == AT_CHOSEN or name in found} if found else {}
+    found = {name.removeprefix("AT study: "): group[0] for name, group in runs.items() if name.startswith("AT study: ")}
+    found[AT_CHOSEN] = runs["ConSERT + SLT-FAI"][0]
+    return {name: found[name] for name in AT_TRAINING if name in found} if len(found) > 1 else {}
 
 
 def rate_groups(runs: dict[str, list[dict]]) -> dict[float, list[dict]]:
@@ -191,12 +200,17 @@ def discriminator_margins(records: list[dict]) -> dict[str, float]:
 
 # The held-out discriminator check's size: SNLI premises that neither block trains on
 DISCRIMINATOR_SENTENCES = {"smoke": 64, "cpu": 2000, "paper": 10000}
-# AT's similarity discriminator: the settings tried so that it learns (neither the paper nor the code sets them;
-# methods/slt_fai.py), ConSERT block, seed 42, the cpu recipe; chosen on STS-B dev among those that engaged
+# AT's similarity discriminator: the settings tried so that it learns (class weights and the reversal's schedule:
+# neither the paper nor the code sets them, methods/slt_fai.py; the rate: the book trains the discriminators at
+# head_lr, the code with the encoder's optimiser and rate; head_lr sets both discriminators' rate), ConSERT block,
+# seed 42, the cpu recipe; chosen on STS-B dev among those that engaged
 AT_TRAINING = {"plain CE, GRL 1 (paper and code)": {},
                "balanced CE, GRL 1": {"at_class_weights": "balanced"},
                "plain CE, DANN's GRL ramp": {"grl_schedule": "dann"},
-               "balanced CE, DANN's GRL ramp": {"at_class_weights": "balanced", "grl_schedule": "dann"}}
+               "balanced CE, DANN's GRL ramp": {"at_class_weights": "balanced", "grl_schedule": "dann"},
+               "plain CE, GRL 1, discriminators at the encoder's rate (code)": {"head_lr": None},
+               "plain CE, GRL 1, discriminators at 1e-4": {"head_lr": 1e-4},
+               "plain CE, GRL 1, discriminators at 1e-2": {"head_lr": 1e-2}}
 # chosen_at_training's choice on the study's committed cpu records (tests/test_slt_fai.py checks it against them):
 # the book's SLT-FAI rows train with it
 AT_CHOSEN = "plain CE, GRL 1 (paper and code)"
@@ -216,8 +230,9 @@ def at_training_table(runs: dict[str, dict], checks: dict[str, dict]) -> pd.Data
     at the kept step (the choice is made on it), the held-out similarity discriminator (ROC AUC, balanced accuracy
     and whether it engaged by the protocol's rule, read on the AUC), its training loss over the kept interval beside
     the best constant guess's (balanced CE: ln 2; plain CE: the labels' entropy at the pooled majority share, which
-    Eq. 4's per-sentence average only approximates), and how well a fresh probe still reads frequency from the
-    token states."""
+    Eq. 4's per-sentence average only approximates), how well a fresh probe still reads frequency from the
+    token states, and whose weights the check read (a record computed on a GPU is checked on a CPU retrain, a
+    sibling that may keep another step: train.kept_checkpoint)."""
     rows = {}
     for name, run in runs.items():
         held, kept = checks[name]["similarity"], kept_point(run)
@@ -228,7 +243,8 @@ def at_training_table(runs: dict[str, dict], checks: dict[str, dict]) -> pd.Data
                       "held-out AUC": round(held["auc"], 3), "held-out balanced accuracy": round(held["balanced_accuracy"], 3),
                       "engaged": "yes" if engaged else "no", "AT loss (kept interval)": round(kept["loss_at"], 3),
                       "constant guess": round(guess, 3),
-                      "frequency probe on the token states": round(run["metrics"]["frequency"]["tokens"]["probe_accuracy"], 3)}
+                      "frequency probe on the token states": round(run["metrics"]["frequency"]["tokens"]["probe_accuracy"], 3),
+                      "check's weights": "a CPU retrain (record on GPU)" if (run.get("hardware") or {}).get("cuda") else "the run's"}
     return pd.DataFrame(rows).T
 
 
@@ -339,13 +355,6 @@ def paper_gains() -> dict[str, float]:
 
 
 # ----- engagement -------------------------------------------------------------------------------------------------
-
-def discriminator_checks(runs: dict[str, list[dict]], data_dir=None) -> dict[str, dict]:
-    """Each SLT-FAI run's discriminator_check record, read once: config hash -> the record (its metrics:
-    {"similarity": separation, "information": separation})."""
-    return {r["config_hash"]: discriminator_check(r, data_dir)
-            for group in runs.values() for r in group if r["config"]["method"] == "slt_fai"}
-
 
 def run_engaged(run: dict, check: dict, component: str) -> tuple[bool, str]:
     """A component's engagement in one run: none where the run kept a checkpoint from before the auxiliary losses
