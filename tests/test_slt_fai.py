@@ -456,8 +456,8 @@ def test_the_at_study_chooses_on_dev_among_the_settings_whose_discriminator_enga
     assert chapter.at_training_table(runs, checks).loc["balanced", "check's weights"] == "a CPU retrain (record on GPU)"
     assert chapter.chosen_at_training(table) == "balanced"  # the better dev score did not engage
     checks["balanced"]["similarity"]["auc"] = 0.55  # read on the AUC (a ranking a 0.5 cut need not show)
-    assert chapter.chosen_at_training(chapter.at_training_table(runs, checks)) == "plain"  # none engaged: the paper's
-    # both engaged: the paper's own unless another beats its dev by DEV_TOLERANCE (0.25) at least
+    assert chapter.chosen_at_training(chapter.at_training_table(runs, checks)) == "plain"  # none engaged: the default (first row)
+    # both engaged: the default unless another beats its dev by DEV_TOLERANCE (0.25) at least
     checks = {name: {"similarity": {"auc": 0.8, "balanced_accuracy": 0.5}} for name in runs}
     runs["balanced"] = run("balanced", 67.2, 0.9)
     assert chapter.chosen_at_training(chapter.at_training_table(runs, checks)) == "plain"
