@@ -28,11 +28,17 @@ S5, S3 = [42, 43, 44, 45, 46], [42, 43, 44]
 
 def wanted() -> list[dict]:
     """Every converged run the ports read, in priority order (a run already cached is dropped by `plan`)."""
-    from sre_repro.chapters import byop, paser, pt_bert, sarcse, slt_fai
+    from sre_repro.chapters import byop, paser, pt_bert, recipe, sarcse, slt_fai
+    from sre_repro.settings import CAPS_PENDING
 
     jobs = []
 
     def add(method, seeds, **overrides):
+        # the cap the study chose, which the chapter moves to once these are in (SLT-FAI's SimCSE block takes
+        # SimCSE's recipe, not SLT-FAI's: methods/slt_fai.backbone_presets)
+        if (cap := CAPS_PENDING.get(method)) and overrides.get("backbone") != "simcse":
+            overrides = {k: v for k, v in recipe.at_cap({"method": method, "scale": "cpu", **overrides}, cap).items()
+                         if k not in ("method", "scale")}
         jobs.extend({"method": method, "scale": "cpu", "seed": s, **overrides} for s in seeds)
 
     # issue 33: SARCSE (batch table) and BYOP (per-column reading, Appendix B's margin, Tables 8-9, RankCSE)

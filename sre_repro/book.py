@@ -196,6 +196,21 @@ def judging_rule(scale: str) -> tuple[int, float]:
     return (preset["patience"], preset["min_delta"]) if preset["patience"] else JUDGING_RULE[scale]
 
 
+def pending_cap(method: str, scale: str) -> str:
+    """What a chapter says while the recipe study's longer cap for `method` waits for the chapter's runs at it
+    (settings.CAPS_PENDING); "" when none waits, at another scale, or in another recipe."""
+    from .config import cpu_recipe_in_force, resolve
+    from .settings import CAPS_PENDING
+
+    if scale != "cpu" or cpu_recipe_in_force() != "converged" or not (cap := CAPS_PENDING.get(method)):
+        return ""
+    now = resolve(overrides={"method": method, "scale": scale})["max_steps"]
+    return (f"The recipe study now chooses a cap of {cap} steps for this recipe, because runs of it at other seeds "
+            f"than the study's were still improving at {now} (appendix \"The cpu recipe\"). Its runs at {cap} steps "
+            f"are not all computed yet (`scripts/fill_records.py plan` lists those missing); until they are, this "
+            f"page reads its {now}-step runs, and each verdict that rests on one still improving at its cap says so.")
+
+
 # A chapter recomputed under the protocol (the converged cpu recipe) judges its claims on at least five seeds
 PROTOCOL_SEEDS = {"cpu": [42, 43, 44, 45, 46]}
 

@@ -82,6 +82,12 @@ def run_flag(run: dict, rule: tuple[int, float] | None = None) -> str | None:
     return None if flag is None or flag.startswith("fixed budget") else flag
 
 
+def flagged_runs(groups: dict[str, list[dict]], rule: tuple[int, float] | None = None) -> str:
+    """"name (seed s: flag)" for every run of `groups` that no verdict may rest on (run_flag), or "none"."""
+    return ", ".join(f"{name} (seed {r['seed']}: {flag})" for name, group in groups.items() for r in group
+                     if (flag := run_flag(r, rule))) or "none"
+
+
 def left_the_plm(runs_: list[dict], plm_dev: float | None) -> str | None:
     """"the encoder barely left the PLM" when the runs' kept STS-B dev lies within their seed spread (2 sd, at
     least 0.5 points) of the untrained PLM's with the same pooler (None: it left, or no PLM score is known)."""

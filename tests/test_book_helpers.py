@@ -322,3 +322,16 @@ def test_did_it_train_splits_a_wide_table_into_narrow_ones_that_keep_every_colum
     assert len(whole.columns) == 3 + 7 + 6 and [len(f.columns) for f in split.frames] == [3, 5, 2, 5, 1]
     assert [c for f in split.frames for c in f.columns] == list(whole.columns)
     assert all(list(f.index) == list(whole.index) for f in split.frames) and "<table" in split._repr_html_()
+
+
+def test_a_chapter_says_so_while_its_longer_cap_waits_for_its_runs(monkeypatch):
+    from sre_repro import book, settings
+    from sre_repro.config import cpu_recipe
+
+    monkeypatch.setattr(settings, "CAPS_PENDING", {"paser": 1200})
+    with cpu_recipe("converged"):
+        note = book.pending_cap("paser", "cpu")
+        assert "a cap of 1200 steps" in note and "reads its 600-step runs" in note
+        assert book.pending_cap("simcse", "cpu") == "" and book.pending_cap("paser", "smoke") == ""
+    with cpu_recipe("fixed-budget"):
+        assert book.pending_cap("paser", "cpu") == ""

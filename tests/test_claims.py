@@ -55,6 +55,15 @@ def test_a_fixed_budget_run_is_judged_on_its_curve_by_the_rule():
     assert run_flag(_run(42, curve=(50.0, 52.0, 51.0, 50.5, 50.0), patience=0), rule=(3, 0.1)) is None
 
 
+def test_flagged_runs_names_each_run_no_verdict_may_rest_on():
+    rising = _run(43, curve=(50.0, 51.0, 52.0, 53.0, 54.0), cap=100)
+    first = _run(44, curve=(55.0, 50.0, 49.0, 48.0))
+    groups = {"A": [_run(42), rising], "B": [first], "C": [_run(45)]}
+    assert claims.flagged_runs(groups) == ("A (seed 43: still improving at the cap), "
+                                           "B (seed 44: kept its first evaluation)")
+    assert claims.flagged_runs({"C": [_run(45)]}) == "none"
+
+
 def test_parity_and_does_not_hurt_claims_test_against_their_margin():
     parity = Claim("parity", "X matches Y", "equivalence", "X - Y", paper_effect=-0.1, margin=1.0)
     assert judge(parity, [0.1, -0.2, 0.05, 0.0, 0.1], [_run(s) for s in range(5)])["verdict"] == "holds (within ±1)"

@@ -466,6 +466,26 @@ def test_within_level_variance_and_the_cosine_band_against_a_hand_computation():
     assert (band["low"], band["high"]) == pytest.approx((np.percentile(cosines, 2.5), np.percentile(cosines, 97.5)))
 
 
+def test_an_ablation_table_measures_each_row_from_its_reference_in_ours_and_the_papers():
+    from sre_repro.chapters import paser as chapter
+
+    def run(seed, sts12_16, stsb=60.0, sick=58.0, dev=65.0):
+        years = dict(zip(["STS12", "STS13", "STS14", "STS15", "STS16"], sts12_16))
+        return {"seed": seed, "metrics": {"sts": {**years, "STSBenchmark": stsb, "SICKRelatedness": sick}, "stsb_dev_best": dev}}
+
+    groups = {(10.0, 10.0): [run(42, [50, 52, 54, 56, 58]), run(43, [52, 54, 56, 58, 60])], (0.1, 1.0): [run(42, [50] * 5)]}
+    paper = {(10.0, 10.0): [77.7, 79.3, 65.4], (0.1, 1.0): [77.2, 79.0, 65.2]}
+    table = chapter.ablation_table(groups, paper, (10.0, 10.0))
+    assert list(table.index) == ["m = 10, n = 10", "m = 0.1, n = 1"]  # Table 8's (m, n) keys, named
+    assert table.loc["m = 10, n = 10", "STS12-16 (ours)"] == 55.0 and table.loc["m = 10, n = 10", "seeds"] == "42, 43"
+    assert table.loc["m = 0.1, n = 1", "STS12-16 minus PaSeR (ours)"] == -5.0
+    assert table.loc["m = 0.1, n = 1", "STS12-16 minus PaSeR (paper)"] == -0.5
+    # Table 9 measures from the book's pooler, and says so in its columns
+    pooled = chapter.ablation_table({"avg": [run(42, [50] * 5)], "cls": [run(42, [48] * 5)]},
+                                    {"avg": [76.2, 78.3, 65.7], "cls": [77.7, 79.3, 65.4]}, "avg", versus="avg")
+    assert pooled.loc["cls", "STS12-16 minus avg (ours)"] == -2.0 and pooled.loc["cls", "STS12-16 minus avg (paper)"] == 1.5
+
+
 def test_the_chapter_declares_its_claims_with_types_and_the_paper_effects():
     from sre_repro.chapters import paser as chapter
 

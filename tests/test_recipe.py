@@ -6,6 +6,7 @@ import torch
 
 from sre_repro import runs
 from sre_repro.config import resolve
+from sre_repro.settings import CAPS_PENDING
 from sre_repro.train import Interrupted, parameter_groups, relative_change, train, training_summary
 
 SARCSE = {"method": "sarcse", "scale": "smoke", "head_lr": 1e-2, "head_warmup_ratio": 0.5}
@@ -119,7 +120,11 @@ def test_the_cpu_recipes_equal_what_the_committed_studies_chose(monkeypatch):
     from sre_repro.chapters import recipe
     monkeypatch.setenv("SRE_REPRO_RESULTS", str(runs.REPO_ROOT / "results"))  # read only
     beside = recipe.presets_beside_study(recipe.study_records("cpu"), "cpu")
-    assert beside["follows the study"].all(), beside[~beside["follows the study"]].to_dict("index")
+    pending = beside["recompute at the chosen cap"] == "pending"
+    assert (beside["follows the study"] | pending).all(), beside[~beside["follows the study"]].to_dict("index")
+    # a method waits for its chapter's recompute only at the cap the study chose (every other preset follows it)
+    assert set(beside.index[pending]) == set(CAPS_PENDING), beside[pending].to_dict("index")
+    assert all(beside.loc[m, "cap"] == f"600 / {cap}" for m, cap in CAPS_PENDING.items())
     with config.cpu_recipe("fixed-budget"):
         stored = {key: runs.read("simcse", resolve(overrides=o)) for key, o in recipe.plm_settings("cpu").items()}
         assert all(stored.values()), "results/ lacks study runs: execute notebooks/cpu_recipe.ipynb at cpu"
@@ -265,15 +270,56 @@ def test_the_budget_check_lengthens_a_run_still_improving_and_evaluates_finer_on
     assert not beside["follows the study"].any()
     # another seed of the same setting that kept its first evaluation (a chapter's run) asks for the finer run too
     overrides = recipe.study_overrides("simcse_sup", "cpu", 3e-4)
-    assert recipe.kept_first_at_other_seeds(overrides) == []
+    assert recipe.flagged_at_other_seeds(overrides, "kept_first_evaluation") == []
     for seed, at in ((43, None), (44, 100)):
         runs.save("simcse_sup", resolve(overrides={**overrides, "seed": seed}), first_kept(58.0, at=at))
-    assert recipe.kept_first_at_other_seeds(overrides) == [43]
+    assert recipe.flagged_at_other_seeds(overrides, "kept_first_evaluation") == [43]
     # ... or a chapter's variant of the method on the same schedule (any knob of its own), not another schedule's run
     runs.save("simcse_sup", resolve(overrides={**overrides, "seed": 45, "temperature": 0.1}), first_kept(58.0))
     runs.save("simcse_sup", resolve(overrides={**overrides, "seed": 46, "lr": 1e-4}), first_kept(58.0))
-    assert recipe.kept_first_at_other_seeds(overrides) == [43, 45]
+    assert recipe.flagged_at_other_seeds(overrides, "kept_first_evaluation") == [43, 45]
+    assert recipe.flagged_at_other_seeds(overrides, "still_improving_at_cap") == []
     assert [o["eval_steps"] for o, _ in chain({(600, 20): record(60.0, False), (600, 5): first_kept(58.5, every=5, patience=40, at=15)})] == [20, 5]
     # a knob counted in steps keeps its share of the cap (SLT-FAI's auxiliary warm-up: 5 %)
     slt_fai = recipe.study_overrides("slt_fai", "cpu", 1e-4)
     assert slt_fai["aux_warmup_steps"] == 30 and recipe.at_cap(slt_fai, 1200)["aux_warmup_steps"] == 60
+
+
+def test_another_seed_still_improving_at_the_cap_lengthens_the_cap_whatever_the_study_seed_gains():
+    """The budget check's cap, asked for by a chapter's run at another seed (PaSeR's seed 44 at 600 steps): the
+    next cap is chosen even when the study's own seed gains nothing there, because its gain does not answer the
+    other seed's curve; the study's own run still improving alone keeps the tolerance rule."""
+    from sre_repro.chapters import recipe
+
+    def record(best, still_improving, cap):
+        values = ([best - 0.5] * (cap // 20 - 10) + [best - 0.3] * 9 if still_improving else [best - 0.1] * (cap // 20 - 1))
+        values.append(best)
+        curve = [{"step": 20 * (i + 1), "stsb_dev": v} for i, v in enumerate(values)]
+        return {"config": {"max_steps": cap, "patience": 10, "min_delta": 0.0}, "steps": cap, "dev_curve": curve,
+                "metrics": {"stsb_dev_best": best, "best_step": cap}}
+
+    overrides = recipe.study_overrides("paser", "cpu", 3e-4, 1e-3)
+    store = {600: record(60.0, False, 600), 1200: record(60.1, False, 1200)}
+    chain = lambda: recipe.budget_chain(overrides, lambda o: store.get(o["max_steps"]) if o["eval_steps"] == 20 else None)
+    assert [o["max_steps"] for o, _ in chain()] == [600] and recipe.chosen_budget(chain()) == (600, 20)
+    assert recipe.budget_reasons(chain()) == "–"
+    # a variant at another seed on the same schedule, still improving at 600 (one at seed 42 counts not; one at 1200
+    # counts at 1200, the last cap, where it is shown and lengthens nothing)
+    runs.save("paser", resolve(overrides={**overrides, "seed": 44, "augment": "none"}), record(61.0, True, 600))
+    runs.save("paser", resolve(overrides={**overrides, "seed": 42, "augment": "rs"}), record(61.0, True, 600))
+    runs.save("paser", resolve(overrides={**overrides, "seed": 43, "max_steps": 1200}), record(61.0, True, 1200))
+    assert recipe.flagged_at_other_seeds(overrides, "still_improving_at_cap") == [44]
+    assert [o["max_steps"] for o, _ in chain()] == [600, 1200]
+    assert recipe.chosen_budget(chain()) == (1200, 20)  # a gain of 0.1 at seed 42, under the tolerance, does not undo it
+    assert recipe.budget_reasons(chain()) == ("seed 44 still improving at cap 600, eval every 20; "
+                                              "seed 43 still improving at cap 1200, eval every 20")
+    del store[1200]
+    assert recipe.chosen_budget(chain()) is None  # waits for the study's run at the longer cap
+    # the study's records as the appendix names them: the reason shows beside the choice
+    records = {f"paser, lr {lr:g}": record(60.0 - (lr != 3e-4), False, 600) for lr in (1e-4, 3e-5, 3e-4)}
+    records.update({f"paser, lr 0.0003, head_lr {h:g}": record(60.0 - (h != 1e-3), False, 600) for h in (1e-3, 1e-2, 1e-4)})
+    records["paser, lr 0.0003, head_lr 0.001, cap 1200"] = record(60.1, False, 1200)
+    row = recipe.study_choices(records, "cpu").loc["paser"]
+    assert row["chosen cap"] == "1200" and row["other seeds' runs"].startswith("seed 44 still improving at cap 600")
+    beside = recipe.presets_beside_study(records, "cpu")
+    assert beside.loc["paser", "cap"] == "600 / 1200" and not beside.loc["paser", "follows the study"]

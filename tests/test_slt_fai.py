@@ -364,7 +364,7 @@ def test_the_chapter_at_paper_scale_on_bert_base_is_a_valid_call():
     cpu = chapter.plan("cpu", book.seeds("cpu"))
     assert book.validate_plan(cpu, "cpu") == 4 * 5 + 6 * 3 + 6 + 4 * 3
     # the study's "encoder's rate" row trains both discriminators at the PLM's rate (the recipe's head_lr dropped)
-    encoder_rate = "AT study: plain CE, GRL 1, discriminators at the encoder's rate (code)"
+    encoder_rate = f"AT study: {chapter.AT_CODE_RATE}"
     assert cpu[encoder_rate][2] == {"head_lr": 3e-5} and configs[encoder_rate, 42]["head_lr"] == 5e-7
 
 

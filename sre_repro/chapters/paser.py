@@ -138,17 +138,19 @@ def ablation_row(runs: list[dict]) -> list[float]:
             float(np.mean([r["metrics"]["stsb_dev_best"] for r in runs]))]
 
 
-def ablation_table(groups: dict[str, list[dict]], paper: dict, reference: str) -> pd.DataFrame:
-    """Tables 4, 5 and 8 laid out as the paper does (STS12-16 average, STS-B, SICK-R), ours and STS-B dev beside
-    the paper's; each row's difference to `reference` (the book's PaSeR) in both, which is what compares."""
+def ablation_table(groups: dict[str, list[dict]], paper: dict, reference: str, versus: str = "PaSeR") -> pd.DataFrame:
+    """Tables 4, 5, 8 and 9 laid out as the paper does (STS12-16 average, STS-B, SICK-R), ours and STS-B dev beside
+    the paper's; each row's difference to `reference` (the book's PaSeR; `versus` names it) in both, which is what
+    compares."""
     ours = {name: ablation_row(runs) for name, runs in groups.items()}
     rows = {}
     for name, row in ours.items():
         theirs = paper.get(name)
-        rows[name] = {"STS12-16 (ours)": row[0], "STS-B (ours)": row[1], "SICK-R (ours)": row[2], "STS-B dev (ours)": row[3],
-                      "STS12-16 minus PaSeR (ours)": row[0] - ours[reference][0],
+        label = f"m = {name[0]:g}, n = {name[1]:g}" if isinstance(name, tuple) else name  # Table 8's rows: (m, n)
+        rows[label] = {"STS12-16 (ours)": row[0], "STS-B (ours)": row[1], "SICK-R (ours)": row[2], "STS-B dev (ours)": row[3],
+                      f"STS12-16 minus {versus} (ours)": row[0] - ours[reference][0],
                       "STS12-16 (paper)": theirs[0] if theirs else np.nan,
-                      "STS12-16 minus PaSeR (paper)": theirs[0] - paper[reference][0] if theirs else np.nan,
+                      f"STS12-16 minus {versus} (paper)": theirs[0] - paper[reference][0] if theirs else np.nan,
                       "seeds": ", ".join(str(r["seed"]) for r in groups[name])}
     return pd.DataFrame(rows).T.infer_objects().round(2)
 
@@ -195,8 +197,8 @@ def reconstruction_frame(run: dict) -> pd.DataFrame:
 
 
 def reconstruction_table(groups: dict[str, list[dict]]) -> pd.DataFrame:
-    """Did the decoder learn? Per run: the held-out reconstruction (STS-B dev sentences, phrases masked, no
-    augmentation) at the first evaluation and at the kept step (teacher-forced loss and token accuracy), and
+    """Did the decoder learn? Per run: the reconstruction of STS-B dev sentences (phrases masked, no augmentation;
+    the unsupervised runs train on them, so not held out) at the first evaluation and at the kept step (teacher-forced loss and token accuracy), and
     the training decoder loss first -> kept; the decoder's and the PLM's movement."""
     rows = {}
     for name, runs in groups.items():
@@ -205,8 +207,8 @@ def reconstruction_table(groups: dict[str, list[dict]]) -> pd.DataFrame:
             first, kept = r["dev_curve"][0], curve.get(r["metrics"]["best_step"], r["dev_curve"][-1])
             term = r["training"]["terms"].get("loss_generative", {})
             rows[f"{name} (seed {r['seed']})"] = {
-                "held-out loss first → kept": f"{first['recon_loss']:.3f} → {kept['recon_loss']:.3f}",
-                "held-out accuracy first → kept (%)": f"{first['recon_accuracy']:.1f} → {kept['recon_accuracy']:.1f}",
+                "STS-B dev loss first → kept": f"{first['recon_loss']:.3f} → {kept['recon_loss']:.3f}",
+                "STS-B dev accuracy first → kept (%)": f"{first['recon_accuracy']:.1f} → {kept['recon_accuracy']:.1f}",
                 "train decoder loss first → kept": f"{term.get('first', np.nan):.3f} → {term.get('kept', np.nan):.3f}",
                 "moved: decoder": f"{100 * r['training']['moved']['decoder']:.2f}%",
                 "moved: plm": f"{100 * r['training']['moved']['plm']:.2f}%"}
@@ -466,8 +468,10 @@ def paper_table3() -> pd.DataFrame:
 
 
 def geometry_frame(groups: dict[str, list[dict]]) -> pd.DataFrame:
-    return pd.DataFrame({name: {"alignment (kept, test)": np.mean([r["metrics"]["geometry"]["alignment"] for r in g]),
-                                "uniformity (kept, test)": np.mean([r["metrics"]["geometry"]["uniformity"] for r in g])}
+    """Figure 6's table: each group's STS-B test alignment, uniformity and anisotropy at its kept checkpoints (mean)."""
+    measures = {"alignment (kept, test)": "alignment", "uniformity (kept, test)": "uniformity",
+                "anisotropy (kept, test)": "anisotropy"}
+    return pd.DataFrame({name: {column: np.mean([r["metrics"]["geometry"][key] for r in g]) for column, key in measures.items()}
                          for name, g in groups.items()}).T.round(3)
 
 

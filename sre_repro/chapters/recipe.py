@@ -296,12 +296,14 @@ def finer_evaluation(overrides: dict) -> dict:
 SCHEDULE = ("scale", "model_name", "lr", "head_lr", "max_steps", "eval_steps", "patience", "min_delta")
 
 
-def kept_first_at_other_seeds(overrides: dict) -> list[int]:
+def flagged_at_other_seeds(overrides: dict, flag: str) -> list[int]:
     """The seeds of the edition's protocol (book.seeds under the converged recipe) at which a run of this method on
-    this very schedule (SCHEDULE: its lr, cap, evaluation and stopping rule) kept its first evaluation, in the
-    store: the study's setting at another seed, or a chapter's variant of the method (BYOPD beside the study's
-    default BYOPC). One seed's curve can rise past an early peak that the others show (SimCSE peaks by step 20 at
-    most seeds), and a method is evaluated on one schedule for all its variants."""
+    this very schedule (SCHEDULE: its lr, cap, evaluation and stopping rule) carries `flag`
+    ("kept_first_evaluation" or "still_improving_at_cap" of claims.convergence_of), in the store: the study's
+    setting at another seed, or a chapter's variant of the method (BYOPD beside the study's default BYOPC). One
+    seed's curve can rise past an early peak that the others show (SimCSE peaks by step 20 at most seeds), or
+    still climb at a cap where the study's seed had settled, and a method trains on one schedule for all its
+    variants."""
     import json
 
     from ..config import cpu_recipe, resolve
@@ -316,50 +318,73 @@ def kept_first_at_other_seeds(overrides: dict) -> list[int]:
         record = json.loads(path.read_text())
         cfg = record.get("config", {})
         if (cfg.get("seed") in seeds and all(cfg.get(k) == v for k, v in schedule.items())
-                and claims.convergence_of(record)["kept_first_evaluation"]):
+                and claims.convergence_of(record)[flag]):
             found.add(cfg["seed"])
     return sorted(found)
 
 
+def flagged(overrides: dict, record: dict, flag: str) -> bool:
+    """Whether the study's run or a run on its schedule at another seed carries `flag` (flagged_at_other_seeds)."""
+    return claims.convergence_of(record)[flag] or bool(flagged_at_other_seeds(overrides, flag))
+
+
 def budget_chain(overrides: dict, get) -> list[tuple[dict, dict]]:
-    """(overrides, record) of a chosen setting under each budget it needs, from the study's own run: the next cap
-    of STUDY_CAPS while the last run was still improving at its cap; the finer evaluation once a run kept its
-    first evaluation, at the study's seed or at another seed of the protocol (kept_first_at_other_seeds). It ends
-    at a run `get` does not have (None): a capped run is left out, the finer run ends the chain as (overrides, None)
-    (chosen_budget then waits for it)."""
-    chain = []
+    """(overrides, record) of a chosen setting under each budget it needs, from the study's own run: the finer
+    evaluation once a run on its schedule kept its first evaluation, then the next cap of STUDY_CAPS while a run on
+    its schedule was still improving at its cap (`flagged`: the study's run, or a run at another seed of the
+    protocol). It ends at a run `get` does not have (None): a capped run is left out, the finer run ends the chain
+    as (overrides, None) (chosen_budget then waits for it)."""
+    chain, fine = [], False
     for cap in STUDY_CAPS[overrides["scale"]]:
         capped = at_cap(overrides, cap)
         if (record := get(capped)) is None:
             break
         chain.append((capped, record))
-        conv = claims.convergence_of(record)
-        if conv["kept_first_evaluation"] or kept_first_at_other_seeds(capped):
-            fine = finer_evaluation(capped)
-            chain.append((fine, get(fine)))
-            break
-        if not conv["still_improving_at_cap"]:
+        if not fine and flagged(capped, record, "kept_first_evaluation"):
+            overrides, capped, fine = finer_evaluation(overrides), finer_evaluation(capped), True
+            chain.append((capped, record := get(capped)))
+            if record is None:
+                break
+        if not flagged(capped, record, "still_improving_at_cap"):
             break
     return chain
 
 
 def chosen_budget(chain: list[tuple[dict, dict]]) -> tuple[int, int] | None:
-    """The method's (cap, eval_steps): evaluated finer when its run kept its first evaluation; else the first cap
-    of the chain whose run is not still improving at it, or whose best the next cap's run beats by less than
-    protocol.DEV_TOLERANCE (the longest when every run was still improving). None while the chain waits for a run."""
-    study_eval = chain[0][0]["eval_steps"]
-    last_overrides, last = chain[-1]
-    if last is None:
+    """The method's (cap, eval_steps): the last evaluation interval of the chain (the finer one once a run kept its
+    first evaluation); the first cap whose runs are not still improving at it, or, where only the study's own run
+    was, whose best the next cap's run beats by less than protocol.DEV_TOLERANCE (another seed's flag is not
+    answered by the study seed's gain); the longest when every cap was still improving. None while the chain
+    waits for a run."""
+    if chain[-1][1] is None:
         return None  # waits for the finer-evaluated run budget_chain asked for
-    if last_overrides["eval_steps"] != study_eval:
-        return last_overrides["max_steps"], last_overrides["eval_steps"]
-    for (overrides, record), (_, longer) in zip(chain, chain[1:]):
+    # one run per cap: a run followed by its finer-evaluated twin at the same cap gives way to it
+    capped = [(o, r) for (o, r), after in zip(chain, [*chain[1:], (None, None)])
+              if after[0] is None or after[0]["max_steps"] != o["max_steps"]]
+    for (overrides, record), (_, longer) in zip(capped, capped[1:]):
         gain = longer["metrics"]["stsb_dev_best"] - record["metrics"]["stsb_dev_best"]
-        if not claims.convergence_of(record)["still_improving_at_cap"] or gain < protocol.DEV_TOLERANCE:
-            return overrides["max_steps"], study_eval
-    done = (not claims.convergence_of(last)["still_improving_at_cap"]
+        own = claims.convergence_of(record)["still_improving_at_cap"]
+        if not flagged_at_other_seeds(overrides, "still_improving_at_cap") and (not own or gain < protocol.DEV_TOLERANCE):
+            return overrides["max_steps"], overrides["eval_steps"]
+    last_overrides, last = capped[-1]
+    done = (not flagged(last_overrides, last, "still_improving_at_cap")
             or last_overrides["max_steps"] == STUDY_CAPS[last_overrides["scale"]][-1])
-    return (last_overrides["max_steps"], study_eval) if done else None
+    return (last_overrides["max_steps"], last_overrides["eval_steps"]) if done else None
+
+
+def budget_reasons(chain: list[tuple[dict, dict]]) -> str:
+    """What other seeds' runs asked of the budget ("seed 44 still improving at cap 600, eval every 20"), "–" if
+    nothing: the flags of flagged_at_other_seeds along the chain, which the study's own curves do not show."""
+    words = {"kept_first_evaluation": ("kept its first evaluation", "kept their first evaluation"),
+             "still_improving_at_cap": ("still improving", "still improving")}
+    reasons = []
+    for overrides, _ in chain:
+        for flag, (one, several) in words.items():
+            if seeds := flagged_at_other_seeds(overrides, flag):
+                reasons.append(f"seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))} "
+                               f"{several if len(seeds) > 1 else one} at cap {overrides['max_steps']}, "
+                               f"eval every {overrides['eval_steps']}")
+    return "; ".join(dict.fromkeys(reasons)) or "–"
 
 
 def recorded_chain(records: dict[str, dict], chosen: dict | None) -> list[tuple[dict, dict]]:
@@ -417,17 +442,22 @@ def study_choices(records: dict[str, dict], scale: str) -> pd.DataFrame:
         row = {"lr runs": f"{done} of {len(STUDY_GRIDS['lrs'][scale])}", "chosen lr": f"{lr:g}" if lr else "pending"}
         if method in ADDED_MODULE_METHODS:
             row["chosen head_lr"] = f"{chosen['head_lr']:g}" if chosen else "pending"
-        row["chosen cap"], row["evaluate every"] = budget_labels(recorded_chain(records, chosen))
+        chain = recorded_chain(records, chosen)
+        row["chosen cap"], row["evaluate every"] = budget_labels(chain)
+        row["other seeds' runs"] = budget_reasons(chain) if chain else "–"
         rows[method] = row
     frame = pd.DataFrame.from_dict(rows, orient="index").fillna("–")
-    return frame[[c for c in ("lr runs", "chosen lr", "chosen head_lr", "chosen cap", "evaluate every") if c in frame]]
+    return frame[[c for c in ("lr runs", "chosen lr", "chosen head_lr", "chosen cap", "evaluate every",
+                              "other seeds' runs") if c in frame]]
 
 
 def presets_beside_study(records: dict[str, dict], scale: str) -> pd.DataFrame:
     """Per method, each preset the study chooses (lr, head_lr, cap, eval_steps, and the rule: patience, min_delta) as
-    "the converged recipe's / chosen" (settings.CPU_RECIPES), "pending" where the study has not chosen it yet, and
-    whether all of them follow it."""
+    "the converged recipe's / chosen" (settings.CPU_RECIPES), "pending" where the study has not chosen it yet,
+    whether all of them follow it, and whether the method's chapter is being recomputed at the cap the study chose
+    (settings.CAPS_PENDING: every other preset follows it)."""
     from ..config import resolve
+    from ..settings import CAPS_PENDING
 
     complete = all(study_choice(records, m, scale) for m in STUDY_METHODS)
     rule = chosen_rule(rule_table(records)) if complete else None
@@ -446,8 +476,13 @@ def presets_beside_study(records: dict[str, dict], scale: str) -> pd.DataFrame:
         rows[method] = {name: f"{have:g} / {'pending' if want is None else f'{want:g}'}"
                         for name, (have, want) in pairs.items()}
         rows[method]["follows the study"] = all(have == want for have, want in pairs.values())
+        pending = CAPS_PENDING.get(method)
+        rows[method]["recompute at the chosen cap"] = (
+            "pending" if pending and pending == pairs["cap"][1] and all(
+                have == want for name, (have, want) in pairs.items() if name != "cap") else "–")
     frame = pd.DataFrame.from_dict(rows, orient="index").fillna("–")
-    return frame[["lr", "head_lr", "cap", "eval_steps", "patience", "min_delta", "follows the study"]]
+    return frame[["lr", "head_lr", "cap", "eval_steps", "patience", "min_delta", "follows the study",
+                  "recompute at the chosen cap"]]
 
 
 def study_plan(scale: str) -> list[dict]:
