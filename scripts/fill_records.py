@@ -120,7 +120,7 @@ def plan() -> list[dict]:
 
 
 def _worker(queue, done, deadline: float) -> None:
-    from sre_repro.chapters import paser, slt_fai
+    from sre_repro.chapters import paser, pt_bert, slt_fai
     from sre_repro.config import use_cpu_recipe
     from sre_repro.train import train
 
@@ -137,8 +137,17 @@ def _worker(queue, done, deadline: float) -> None:
             if job["method"] == "paser":
                 held = paser.decoder_check(record)["metrics"]["held_out"]
                 extra = f" decoder loss {held['loss']:.3f} vs another's signal {held['loss_shuffled']:.3f}"
-                if set(job) == {"method", "scale", "seed"} and job["seed"] == S5[0]:  # Table 9: the preset's first seed
+                if set(job) <= {"method", "scale", "seed", "max_steps"} and job["seed"] == S5[0]:  # Table 9: the preset's first seed
                     paser.pooler_scores(record, paser.grid("poolers", "cpu"))
+            paper_reading = pt_bert.variants([])["PT-BERT"]
+            if (job["method"] == "pt_bert" and job["seed"] in pt_bert.KEPT_WEIGHT_SEEDS["cpu"]
+                    and all(record["config"][k] == v for k, v in paper_reading.items())
+                    and record["config"]["pseudo_length"] == resolve_default("pt_bert", "pseudo_length")
+                    and record["config"]["queue_keys"] == resolve_default("pt_bert", "queue_keys")):
+                # the headline's kept-weight seeds: strict thresholds, the length control, the test with h
+                pt_bert.hard_subset(record, thresholds="strict")
+                pt_bert.length_control(record)
+                extra = f" h avg {pt_bert.h_test(record)['metrics']['h']['sts']['avg']:.2f}"
             if job["method"] in ("paser", "simcse_sup") or job.get("train_data") == "sts_unlabeled":
                 extra += f" QQP MAP {paser.retrieval(record)['metrics']['map']:.2f}"
             done.put(f"OK {job} dev {m['stsb_dev_best']:.2f}@{m['best_step']} avg {m['sts']['avg']:.2f} "
@@ -146,6 +155,14 @@ def _worker(queue, done, deadline: float) -> None:
         except Exception:  # one failed run must not stop the others; its traceback is the report
             done.put(f"FAIL {job} {traceback.format_exc()[-1500:]}")
     done.put(None)
+
+
+def resolve_default(method: str, key: str):
+    """The value of `key` in the method's cpu preset under the converged recipe."""
+    from sre_repro.config import cpu_recipe, resolve
+
+    with cpu_recipe("converged"):
+        return resolve(overrides={"method": method, "scale": "cpu"})[key]
 
 
 def _records() -> dict[Path, int]:
