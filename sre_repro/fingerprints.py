@@ -44,7 +44,7 @@ PROBE_SIZE = {"seed": 42, "max_steps": 3, "epochs": 1, "batch_size": 8, "max_tra
               "checkpoint_steps": 3, "eval_max_pairs": 8, "device": "cpu", "world_size": 1, "patience": 0,
               "min_delta": 0.0}
 EVALUATION_PROBE_SIZE = {"max_pairs": 8, "max_examples": 60, "n_sentences": 16, "max_sentences": 16}
-# Same computation, another machine with the same CPU kernels: the last bits of a float may differ, nothing more
+# Same computation, another machine with the same CPU (hardware()): the last bits of a float may differ, nothing more
 RTOL, ATOL = 1e-5, 1e-6
 # Same computation on another CPU (another vector unit: AVX-512 against AVX2 sums in another order): measured across
 # the two kinds this project runs on, a probe's Spearman over its 8 pairs moved by up to 1.1 % and a value rounded for
@@ -98,8 +98,24 @@ def flatten(value, prefix: str = "") -> dict:
 
 
 def hardware() -> str:
-    """The CPU kind a probe computes on: its architecture and the vector unit torch's kernels use."""
-    return f"{platform.machine()}-{torch.backends.cpu.get_cpu_capability()}"
+    """The CPU kind a probe computes on: its architecture, the vector unit torch's kernels use, and the CPU's vendor,
+    family and model, since one vector unit does not fix the kernels: AMD Zen 4 and Zen 5 (both AVX-512) sum in
+    another order, and their probes differ in the fifth digit."""
+    return f"{platform.machine()}-{torch.backends.cpu.get_cpu_capability()}-{cpu_model()}"
+
+
+def cpu_model(cpuinfo: str | None = None) -> str:
+    """"vendor-family-model" of the first CPU in /proc/cpuinfo (`cpuinfo`: its text), or the platform's processor
+    name where there is none (not Linux)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return platform.processor() or "unknown"
+    first = {key.strip(): value for key, value in (line.split(":", 1) for line in cpuinfo.split("\n\n")[0].splitlines()
+                                                   if ":" in line)}
+    fields = [first.get(key, "").strip() for key in ("vendor_id", "cpu family", "model")]
+    return "-".join(fields) if any(fields) else (platform.processor() or "unknown")
 
 
 def first_difference(old: dict, new: dict, other_cpu: bool = False) -> str | None:

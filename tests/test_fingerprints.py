@@ -72,6 +72,17 @@ def test_a_fingerprint_names_the_cpu_kind_it_was_probed_on(tmp_path):
     assert json.loads(runs.fingerprint_path(variant, tmp_path).read_text())["hardware"] == fingerprints.hardware()
 
 
+def test_the_cpu_kind_names_the_cpus_vendor_family_and_model():
+    zen5 = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\nmodel name\t: AMD EPYC\n\n" \
+           "processor\t: 1\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\n"
+    assert fingerprints.cpu_model(zen5) == "AuthenticAMD-26-2"
+    assert fingerprints.cpu_model(zen5.replace(": 26", ": 25")) == "AuthenticAMD-25-2"  # Zen 4: another kind
+    assert fingerprints.hardware().endswith("-" + fingerprints.cpu_model())
+    # a fingerprint that names only the vector unit (probed before the CPU was named) is another kind's: held to
+    # the cross-CPU tolerance, as the check and adopt compare it
+    assert fingerprints.hardware() != "x86_64-AVX512"
+
+
 def test_a_record_is_stale_exactly_when_its_variants_fingerprint_changed(tmp_path):
     cfg = {"model_name": "glove", "pooler": "avg", "whiten": False, "whiten_dim": 0, "precision": "fp32",
            "tasks": "sts", "max_pairs": 0}
