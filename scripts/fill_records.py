@@ -26,20 +26,22 @@ from pathlib import Path
 S5, S3 = [42, 43, 44, 45, 46], [42, 43, 44]
 
 
+# Each run is trained under this cpu recipe: the converged one, with the caps the study chose for the methods whose
+# chapters wait for their runs at them (settings.CAPS_PENDING)
+RECIPE = "pending"
+
+
 def wanted() -> list[dict]:
-    """Every converged run the ports read, in priority order (a run already cached is dropped by `plan`)."""
-    from sre_repro.chapters import byop, paser, pt_bert, recipe, sarcse, slt_fai
-    from sre_repro.settings import CAPS_PENDING
+    """Every converged run the ports read, in priority order (a run already cached is dropped by `plan`); a job's
+    "checks" name the evaluations of its kept weights its chapter reads (CHECKS), made while the weights are here."""
+    from sre_repro.chapters import byop, paser, pt_bert, sarcse, slt_fai
 
     jobs = []
 
-    def add(method, seeds, **overrides):
-        # the cap the study chose, which the chapter moves to once these are in (SLT-FAI's SimCSE block takes
-        # SimCSE's recipe, not SLT-FAI's: methods/slt_fai.backbone_presets)
-        if (cap := CAPS_PENDING.get(method)) and overrides.get("backbone") != "simcse":
-            overrides = {k: v for k, v in recipe.at_cap({"method": method, "scale": "cpu", **overrides}, cap).items()
-                         if k not in ("method", "scale")}
-        jobs.extend({"method": method, "scale": "cpu", "seed": s, **overrides} for s in seeds)
+    def add(method, seeds, checks=(), **overrides):
+        jobs.extend({"method": method, "scale": "cpu", "seed": s, **overrides,
+                     **({"checks": [c for c in checks if c != "pt_bert" or s in pt_bert.KEPT_WEIGHT_SEEDS["cpu"]]}
+                        if checks else {})} for s in seeds)
 
     # issue 33: SARCSE (batch table) and BYOP (per-column reading, Appendix B's margin, Tables 8-9, RankCSE)
     for method in ("simcse", "sarcse"):
@@ -54,7 +56,8 @@ def wanted() -> list[dict]:
         jobs.extend({"method": "rankcse", "scale": "cpu", "seed": s, **settings, **teachers[s]} for s in S3)
     # issue 34: PT-BERT's rows (both readings and MoCo at the headline's seeds), its grids, SimCSE's lengths
     for name, overrides in pt_bert.variants(["reorder", "duplication", "deletion"]).items():
-        add("pt_bert", S3 if name.startswith("MoCo-BERT +") else S5, **overrides)
+        # the headline's kept-weight seeds: strict thresholds, the length control, the test with h
+        add("pt_bert", S3 if name.startswith("MoCo-BERT +") else S5, checks=["pt_bert"] * (name == "PT-BERT"), **overrides)
     for n in (64, 90, 256, 360):
         add("pt_bert", S3, pseudo_length=n)
     for q in (192, 320):
@@ -67,102 +70,129 @@ def wanted() -> list[dict]:
     # issue 35: the settings tried for AT's similarity discriminator (chosen on STS-B dev), then the chapter's rows
     # with the chosen one: the headlines at 5 seeds, the ablations and both readings at 3, the lambda grid at 3
     # (the code reading keeps the code's AT: plain CE, GRL 1; w/o AT has no AT to set)
+    disc = ["discriminators"]
     for overrides in slt_fai.AT_TRAINING.values():
-        add("slt_fai", S3[:1], **overrides)
+        add("slt_fai", S3[:1], disc, **overrides)
     at = slt_fai.AT_TRAINING[slt_fai.AT_CHOSEN]
-    add("slt_fai", S5, **at)
-    add("slt_fai", S3, alpha=0.0)
-    add("slt_fai", S5, backbone="simcse", **at)
-    add("slt_fai", S3, beta=0.0, **at)
-    add("slt_fai", S3, backbone="simcse", alpha=0.0)
-    add("slt_fai", S3, backbone="simcse", beta=0.0, **at)
-    add("slt_fai", S3, **slt_fai.VARIANTS["code reading"])
-    add("slt_fai", S3, **slt_fai.VARIANTS["the paper's ISF rule"], **at)
+    add("slt_fai", S5, disc, **at)
+    add("slt_fai", S3, disc, alpha=0.0)
+    add("slt_fai", S5, disc, backbone="simcse", **at)
+    add("slt_fai", S3, disc, beta=0.0, **at)
+    add("slt_fai", S3, disc, backbone="simcse", alpha=0.0)
+    add("slt_fai", S3, disc, backbone="simcse", beta=0.0, **at)
+    add("slt_fai", S3, disc, **slt_fai.VARIANTS["code reading"])
+    add("slt_fai", S3, disc, **slt_fai.VARIANTS["the paper's ISF rule"], **at)
     for rate in (0.1, 0.3, 0.7, 0.9):
-        add("slt_fai", S3, low_rate=rate, **at)
+        add("slt_fai", S3, disc, low_rate=rate, **at)
     # issue 36: PaSeR's rows (the headlines at 5 seeds, Eq. 2's signal and no augmentation at 3, supervised at 5
     # beside supervised SimCSE) and every grid row at the first seed: depths 1-8, Table 4's augmentations,
     # Table 5's maskings, Table 8's (m, n)
-    add("simcse", S5, train_data="sts_unlabeled")
+    # (every PaSeR run: the decoder check; the QQP retrieval rows; Table 9's poolers: the preset's first seed)
+    dec, qqp = ["decoder"], ["qqp"]
+    add("simcse", S5, qqp, train_data="sts_unlabeled")
     add("simcse_mlm", S3, train_data="sts_unlabeled")
-    add("paser", S5)
-    add("paser", S3, signal="paper")
-    add("paser", S3, augment="none")
-    add("simcse_sup", S5)
-    add("paser", S5, **paser.supervised_overrides("cpu"))
+    add("paser", S5[:1], [*dec, *qqp, "poolers"])
+    add("paser", S5[1:], [*dec, *qqp])
+    add("paser", S3, dec, signal="paper")
+    add("paser", S3, dec, augment="none")
+    add("simcse_sup", S5, qqp)
+    add("paser", S5, [*dec, *qqp], **paser.supervised_overrides("cpu"))
     for n in (1, 2, 3, 4, 5, 7, 8):
-        add("paser", S3[:1], decoder_layers=n)
+        add("paser", S3[:1], dec, decoder_layers=n)
     for how in ("rs", "rd", "sr+rd", "sr+rs"):
-        add("paser", S3[:1], augment=how)
+        add("paser", S3[:1], dec, augment=how)
     for name in ("NP", "VP", "NP+VP", "RAKE top1", "RAKE top2", "RAKE top3", "RAKE top4"):
-        add("paser", S3[:1], **paser.masking(name))
+        add("paser", S3[:1], dec, **paser.masking(name))
     for m, n in ((0.1, 1.0), (1.0, 1.0), (10.0, 1.0), (10.0, 0.1)):
-        add("paser", S3[:1], m=m, n=n)
+        add("paser", S3[:1], dec, m=m, n=n)
     return jobs
+
+
+def _training(job: dict) -> dict:
+    """A job's overrides for train (its "checks" aside)."""
+    return {k: v for k, v in job.items() if k != "checks"}
+
+
+def _slt_fai_check(record: dict) -> str:
+    from sre_repro.chapters import slt_fai
+
+    check = slt_fai.discriminator_check(record)["metrics"]
+    return " ".join(f"{k} AUC {v['auc']:.3f} bal {v['balanced_accuracy']:.3f}" for k, v in check.items())
+
+
+def _decoder_check(record: dict) -> str:
+    from sre_repro.chapters import paser
+
+    held = paser.decoder_check(record)["metrics"]["held_out"]
+    return f"decoder loss {held['loss']:.3f} vs another's signal {held['loss_shuffled']:.3f}"
+
+
+def _poolers(record: dict) -> str:
+    from sre_repro.chapters import paser
+
+    paser.pooler_scores(record, paser.grid("poolers", "cpu"))
+    return "poolers scored"
+
+
+def _pt_bert_checks(record: dict) -> str:
+    from sre_repro.chapters import pt_bert
+
+    pt_bert.hard_subset(record, thresholds="strict")
+    pt_bert.length_control(record)
+    return f"h avg {pt_bert.h_test(record)['metrics']['h']['sts']['avg']:.2f}"
+
+
+def _qqp(record: dict) -> str:
+    from sre_repro.chapters import paser
+
+    return f"QQP MAP {paser.retrieval(record)['metrics']['map']:.2f}"
+
+
+# the evaluations of a run's kept weights that its chapter reads (a job's "checks"): each returns what it reports
+CHECKS = {"discriminators": _slt_fai_check, "decoder": _decoder_check, "poolers": _poolers,
+          "pt_bert": _pt_bert_checks, "qqp": _qqp}
 
 
 def plan() -> list[dict]:
     from sre_repro import runs
     from sre_repro.config import resolve, use_cpu_recipe
+    from sre_repro.train import starts_outdated
 
-    use_cpu_recipe("converged")
-    seen, out = set(), []
+    use_cpu_recipe(RECIPE)
+    planned: dict[str, dict] = {}
     for job in wanted():
-        cfg = resolve(overrides=dict(job))
+        cfg = resolve(overrides=_training(job))
         key = runs.config_hash(cfg)
+        if key in planned:  # one run asked for twice: trained once, with the checks of both
+            if checks := list(dict.fromkeys([*planned[key].get("checks", []), *job.get("checks", [])])):
+                planned[key]["checks"] = checks
+            continue
         record = runs.read(cfg["method"], cfg)
-        # a run another checkout computed before its variant had a fingerprint waits for `records adopt`, not a rerun
-        held = record is not None and all("before it had a fingerprint" in why for why in runs.stale_reasons(record))
-        if key not in seen and not held:
-            seen.add(key)
-            out.append(job)
-    return out
+        # a run another checkout computed before its variant had a fingerprint waits for `records adopt`, not a rerun;
+        # one whose start is now another run (a pending cap moved into the recipe) is rerun
+        held = (record is not None and not starts_outdated(cfg, record)
+                and all("before it had a fingerprint" in why for why in runs.stale_reasons(record)))
+        if not held:
+            planned[key] = job
+    return list(planned.values())
 
 
 def _worker(queue, done, deadline: float) -> None:
-    from sre_repro.chapters import paser, pt_bert, slt_fai
     from sre_repro.config import use_cpu_recipe
     from sre_repro.train import train
 
-    use_cpu_recipe("converged")
+    use_cpu_recipe(RECIPE)
     while (job := queue.get()) is not None and time.time() < deadline:
         started = time.time()
         try:
-            record = train(dict(job))
-            m, extra = record["metrics"], ""
-            # the evaluations of its kept weights that the chapter reads, while the weights are here
-            if job["method"] == "slt_fai":
-                check = slt_fai.discriminator_check(record)["metrics"]
-                extra = " " + " ".join(f"{k} AUC {v['auc']:.3f} bal {v['balanced_accuracy']:.3f}" for k, v in check.items())
-            if job["method"] == "paser":
-                held = paser.decoder_check(record)["metrics"]["held_out"]
-                extra = f" decoder loss {held['loss']:.3f} vs another's signal {held['loss_shuffled']:.3f}"
-                if set(job) <= {"method", "scale", "seed", "max_steps"} and job["seed"] == S5[0]:  # Table 9: the preset's first seed
-                    paser.pooler_scores(record, paser.grid("poolers", "cpu"))
-            paper_reading = pt_bert.variants([])["PT-BERT"]
-            if (job["method"] == "pt_bert" and job["seed"] in pt_bert.KEPT_WEIGHT_SEEDS["cpu"]
-                    and all(record["config"][k] == v for k, v in paper_reading.items())
-                    and record["config"]["pseudo_length"] == resolve_default("pt_bert", "pseudo_length")
-                    and record["config"]["queue_keys"] == resolve_default("pt_bert", "queue_keys")):
-                # the headline's kept-weight seeds: strict thresholds, the length control, the test with h
-                pt_bert.hard_subset(record, thresholds="strict")
-                pt_bert.length_control(record)
-                extra = f" h avg {pt_bert.h_test(record)['metrics']['h']['sts']['avg']:.2f}"
-            if job["method"] in ("paser", "simcse_sup") or job.get("train_data") == "sts_unlabeled":
-                extra += f" QQP MAP {paser.retrieval(record)['metrics']['map']:.2f}"
+            record = train(_training(job))
+            m = record["metrics"]
+            extra = "".join(f" {CHECKS[name](record)}" for name in job.get("checks", []))
             done.put(f"OK {job} dev {m['stsb_dev_best']:.2f}@{m['best_step']} avg {m['sts']['avg']:.2f} "
                      f"{time.time() - started:.0f}s{extra}")
         except Exception:  # one failed run must not stop the others; its traceback is the report
             done.put(f"FAIL {job} {traceback.format_exc()[-1500:]}")
     done.put(None)
-
-
-def resolve_default(method: str, key: str):
-    """The value of `key` in the method's cpu preset under the converged recipe."""
-    from sre_repro.config import cpu_recipe, resolve
-
-    with cpu_recipe("converged"):
-        return resolve(overrides={"method": method, "scale": "cpu"})[key]
 
 
 def _records() -> dict[Path, int]:

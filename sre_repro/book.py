@@ -202,8 +202,9 @@ def pending_cap(method: str, scale: str) -> str:
     from .config import cpu_recipe_in_force, resolve
     from .settings import CAPS_PENDING
 
-    if scale != "cpu" or cpu_recipe_in_force() != "converged" or not (cap := CAPS_PENDING.get(method)):
+    if scale != "cpu" or cpu_recipe_in_force() != "converged" or method not in CAPS_PENDING:
         return ""
+    cap = CAPS_PENDING[method]["max_steps"]
     now = resolve(overrides={"method": method, "scale": scale})["max_steps"]
     return (f"The recipe study now chooses a cap of {cap} steps for this recipe, because runs of it at other seeds "
             f"than the study's were still improving at {now} (appendix \"The cpu recipe\"). Its runs at {cap} steps "

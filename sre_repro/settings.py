@@ -103,10 +103,17 @@ CPU_RECIPES = {
 }
 
 # Methods whose convergence study chose a longer cap than their chapters' committed runs were trained under (a run on
-# the method's schedule at another protocol seed still improving at 600 steps: recipe.budget_chain). Their chapters keep
-# the recipe above, and say which runs are still improving at its cap, until every run they read exists at the new cap
-# (scripts/fill_records.py plans them); then the cap moves into CPU_RECIPES and the method leaves this table.
-CAPS_PENDING = {"pt_bert": 1200, "slt_fai": 1200, "paser": 1200}
+# the method's schedule at another protocol seed still improving at 600 steps: recipe.budget_chain): method -> the
+# presets the longer cap sets (the cap, and the knobs counted in steps at their share of it: recipe.at_cap). Their
+# chapters keep the converged recipe, and say which runs are still improving at its cap, until every run they read
+# exists at the new cap. Those runs are computed under the "pending" recipe (scripts/fill_records.py): the converged one
+# with these presets, for the runs that take the method's own recipe (SLT-FAI's SimCSE block takes SimCSE's). Then the
+# method's entry moves into CPU_RECIPES["converged"]. A run that starts from another run (supervised PaSeR from the
+# unsupervised one) keeps its key when its start's cap moves: train.starts_outdated then finds it stale, and
+# fill_records plans it again.
+CAPS_PENDING = {"pt_bert": {"max_steps": 1200}, "slt_fai": {"max_steps": 1200, "aux_warmup_steps": 60},
+                "paser": {"max_steps": 1200}}
+CPU_RECIPES["pending"] = {m: {**knobs, **CAPS_PENDING.get(m, {})} for m, knobs in CPU_RECIPES["converged"].items()}
 
 # Quick mode (a chapter's `quick` parameter, config.use_quick_mode): a class run of a chapter's headline rows at one
 # seed, every run capped at max_steps and evaluated every eval_steps (the recipe's lr and stopping rule kept). The

@@ -9,7 +9,8 @@ identical numbers on the CPU, also across an interruption and resume (the checkp
 schedule, data position, RNG states and the starting weights of the added modules).
 
 A method's dependencies (RankCSE's teachers, supervised PaSeR's unsupervised run: `Method.dependencies`) are
-resolved here, as the kept weights of their own cached runs (`trained_method`), and passed to its `build`.
+resolved here, as the kept weights of their own cached runs (`trained_method`), and passed to its `build`; the
+record names the runs it started from (`starts_from`), and one whose start now resolves to another run is stale.
 
 "Did it train" is recorded with every run (`training_summary`): each loss term at the first step and over
 the evaluation interval that ends at the kept step, with its weighted share of the loss, and how far each
@@ -119,15 +120,50 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
     cfg["world_size"] = world  # part of the run's identity when > 1: the global batch is world x batch_size
     if world > 1:
         get_method(kind).validate(cfg)  # checks against the global batch (PT-BERT's queue)
-    cached = runs.lookup(kind, cfg, results_root, force=force, allow_stale=allow_stale)
+    cached = _cached(cfg, results_root, force, allow_stale)
     if cached is not None:
         return cached
     if world > 1:  # the processes of one data-parallel run are that run: no lock between them
         return _compute(cfg, device, data_dir, work_root, force, results_root, trace, interrupt_at_step)
     with runs.run_lock(kind, cfg, work_root):
         # another process may have computed it while this one waited (force: it asked for its own computation)
-        cached = None if force else runs.lookup(kind, cfg, results_root, allow_stale=allow_stale)
+        cached = _cached(cfg, results_root, force, allow_stale)
         return cached or _compute(cfg, device, data_dir, work_root, force, results_root, trace, interrupt_at_step)
+
+
+def _cached(cfg: dict, results_root, force: bool, allow_stale: bool) -> dict | None:
+    """runs.lookup, with a record whose starting runs changed since (starts_outdated) stale too."""
+    cached = runs.lookup(cfg["method"], cfg, results_root, force=force, allow_stale=allow_stale)
+    if cached is None or not (why := starts_outdated(cfg, cached, results_root)):
+        return cached
+    if not allow_stale:
+        runs.log.info(f"stale: {runs.shown_path(runs.run_path(cfg['method'], cfg, results_root))} "
+                      f"({'; '.join(why)}): recomputing")
+        return None
+    if not cached["stale"]:  # else lookup has counted it already
+        runs.SERVED_STALE.append(f"{cfg['method']}/{cached['config_hash']}")
+    return {**cached, "stale": True}
+
+
+def starts_from(cfg: dict) -> dict[str, str]:
+    """name -> the config hash of each run this one starts from (Method.dependencies, resolved now): a run's key is
+    its own config, so a change to how its start resolves (a recipe's cap moving) leaves the key as it was."""
+    return {name: runs.config_hash(resolve(overrides=o)) for name, o in get_method(cfg["method"]).dependencies(cfg).items()}
+
+
+def starts_outdated(cfg: dict, record: dict, results_root=None) -> list[str]:
+    """Why a record's starting runs are not the ones its config resolves to now ([] when they are): another run
+    (its "starts_from" differs), or, for a record older than that field, a start computed after the record."""
+    reasons = []
+    for name, overrides in get_method(cfg["method"]).dependencies(cfg).items():
+        start_cfg = resolve(overrides=overrides)
+        if "starts_from" in record:
+            if record["starts_from"].get(name) != (key := runs.config_hash(start_cfg)):
+                reasons.append(f"its start ({name} run) is now another run ({key})")
+        elif ((start := runs.read(start_cfg["method"], start_cfg, results_root))
+              and start.get("created", "") > record.get("created", "")):
+            reasons.append(f"its start ({name} run) was computed after it ({start['created']})")
+    return reasons
 
 
 def _compute(cfg, device, data_dir, work_root, force, results_root, trace, interrupt_at_step) -> dict:
@@ -310,6 +346,8 @@ def _finish(run: _Run, results_root) -> dict:
                                            method.term_weights(), list(run.watched)),
               "convergence": protocol.convergence(state["curve"], state["best_step"], run.total, cfg["patience"],
                                                   cfg["min_delta"], method.selection_metric)}
+    if starts := starts_from(cfg):
+        result["starts_from"] = starts
     record = runs.save(cfg["method"], cfg, result, results_root)
     distributed.barrier()
     return record

@@ -328,7 +328,7 @@ def test_a_chapter_says_so_while_its_longer_cap_waits_for_its_runs(monkeypatch):
     from sre_repro import book, settings
     from sre_repro.config import cpu_recipe
 
-    monkeypatch.setattr(settings, "CAPS_PENDING", {"paser": 1200})
+    monkeypatch.setattr(settings, "CAPS_PENDING", {"paser": {"max_steps": 1200}})
     with cpu_recipe("converged"):
         note = book.pending_cap("paser", "cpu")
         assert "a cap of 1200 steps" in note and "reads its 600-step runs" in note

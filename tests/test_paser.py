@@ -477,6 +477,7 @@ def test_an_ablation_table_measures_each_row_from_its_reference_in_ours_and_the_
     paper = {(10.0, 10.0): [77.7, 79.3, 65.4], (0.1, 1.0): [77.2, 79.0, 65.2]}
     table = chapter.ablation_table(groups, paper, (10.0, 10.0))
     assert list(table.index) == ["m = 10, n = 10", "m = 0.1, n = 1"]  # Table 8's (m, n) keys, named
+    assert list(table.index) == [chapter.mn_label(mn) for mn in groups]  # as the notebook names its flagged runs
     assert table.loc["m = 10, n = 10", "STS12-16 (ours)"] == 55.0 and table.loc["m = 10, n = 10", "seeds"] == "42, 43"
     assert table.loc["m = 0.1, n = 1", "STS12-16 minus PaSeR (ours)"] == -5.0
     assert table.loc["m = 0.1, n = 1", "STS12-16 minus PaSeR (paper)"] == -0.5

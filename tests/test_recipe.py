@@ -124,7 +124,7 @@ def test_the_cpu_recipes_equal_what_the_committed_studies_chose(monkeypatch):
     assert (beside["follows the study"] | pending).all(), beside[~beside["follows the study"]].to_dict("index")
     # a method waits for its chapter's recompute only at the cap the study chose (every other preset follows it)
     assert set(beside.index[pending]) == set(CAPS_PENDING), beside[pending].to_dict("index")
-    assert all(beside.loc[m, "cap"] == f"600 / {cap}" for m, cap in CAPS_PENDING.items())
+    assert all(beside.loc[m, "cap"] == f"600 / {knobs['max_steps']}" for m, knobs in CAPS_PENDING.items())
     with config.cpu_recipe("fixed-budget"):
         stored = {key: runs.read("simcse", resolve(overrides=o)) for key, o in recipe.plm_settings("cpu").items()}
         assert all(stored.values()), "results/ lacks study runs: execute notebooks/cpu_recipe.ipynb at cpu"
@@ -138,6 +138,24 @@ def test_the_cpu_recipes_equal_what_the_committed_studies_chose(monkeypatch):
             assert (cfg["lr"], cfg["max_steps"], cfg["head_lr"]) == (lr, steps, recipe.chosen_setting(heads))
     # a chapter puts its recipe in force; a config resolved outside one has the converged recipe
     assert resolve(overrides={"method": "simcse", "scale": "cpu"})["max_steps"] == 600
+
+
+def test_the_pending_recipe_is_the_converged_one_at_each_waiting_methods_chosen_cap():
+    """fill_records computes the waiting chapters' runs under the "pending" recipe: a pending method's presets are the
+    converged ones at its cap, with the knobs counted in steps at their share of it (recipe.at_cap: SLT-FAI's
+    discriminator warm-up, 60 of 1200 steps); every other method, and SLT-FAI's SimCSE block, keep theirs."""
+    from sre_repro.chapters import recipe
+    from sre_repro.settings import CPU_RECIPES
+
+    assert CAPS_PENDING and set(CPU_RECIPES["pending"]) == set(CPU_RECIPES["converged"])
+    for method in CPU_RECIPES["converged"]:
+        base = {"method": method, "scale": "cpu"}
+        converged, pending = resolve(overrides=base, recipe="converged"), resolve(overrides=base, recipe="pending")
+        want = recipe.at_cap(converged, CAPS_PENDING[method]["max_steps"]) if method in CAPS_PENDING else converged
+        assert pending == want, method
+    assert CAPS_PENDING["slt_fai"] == {"max_steps": 1200, "aux_warmup_steps": 60}
+    simcse_block = {"method": "slt_fai", "scale": "cpu", "backbone": "simcse"}
+    assert resolve(overrides=simcse_block, recipe="pending") == resolve(overrides=simcse_block, recipe="converged")
 
 
 def test_a_schema_2_record_keeps_its_fingerprint_under_its_schema_3_name(tmp_path):

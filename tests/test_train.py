@@ -91,7 +91,7 @@ def test_cache_hit_and_force(tmp_path, monkeypatch):
     from sre_repro.settings import readable_mode
     record_file = runs.run_path("simcse", first["config"], tmp_path / "r")
     assert record_file.stat().st_mode & 0o777 == readable_mode()  # 0644 under umask 022 (mkstemp gave 0600)
-    monkeypatch.setattr("sre_repro.train.get_method", None)  # any recomputation would now fail
+    monkeypatch.setattr("sre_repro.train._compute", None)  # any recomputation would now fail
     assert train(SMOKE, **kwargs)["metrics"] == first["metrics"]
     with pytest.raises(TypeError):
         train(SMOKE, force=True, **kwargs)
@@ -230,6 +230,52 @@ def test_a_run_from_replaced_weights_is_stale(tmp_path):
     save_file({"w": torch.ones(3)}, model / "model.safetensors")  # the model is re-pretrained in place
     assert runs.read("eval", cfg, tmp_path / "r")["stale"] is True
     assert runs.lookup("eval", cfg, tmp_path / "r") is None
+
+
+def test_a_run_whose_start_now_resolves_to_another_run_is_stale():
+    """A run's key is its own config: supervised PaSeR's start (or RankCSE's teacher) resolves under a recipe that can
+    change (a cap moving) without changing the key. The record says which runs it started from; one that says
+    otherwise, or (older than that field) one whose start was computed after it, is stale."""
+    from sre_repro import train as trainer
+    from sre_repro.config import resolve
+
+    cfg = resolve(overrides={"method": "rankcse", "scale": "smoke", "teachers": "simcse:7"})
+    teacher_cfg = resolve(overrides={"method": "simcse", "scale": "smoke", "seed": 7})
+    teacher_key = runs.config_hash(teacher_cfg)
+    assert trainer.starts_from(cfg) == {"teacher 1": teacher_key}
+    assert trainer.starts_from(resolve(overrides=SMOKE)) == {}
+    teacher = runs.save("simcse", teacher_cfg, {"metrics": {}})
+    assert trainer.starts_outdated(cfg, {"starts_from": {"teacher 1": teacher_key}}) == []
+    assert trainer.starts_outdated(cfg, {"starts_from": {"teacher 1": "0" * 16}}) == [
+        f"its start (teacher 1 run) is now another run ({teacher_key})"]
+    # a record older than the field: judged by when its start was computed
+    assert trainer.starts_outdated(cfg, {"created": "9999-01-01T00:00:00Z"}) == []
+    assert trainer.starts_outdated(cfg, {"created": "2000-01-01T00:00:00Z"}) == [
+        f"its start (teacher 1 run) was computed after it ({teacher['created']})"]
+    # the cache serves it as stale where stale records may be served, else recomputes it (None here)
+    runs.save("rankcse", cfg, {"metrics": {}, "starts_from": {"teacher 1": "0" * 16}})
+    assert trainer._cached(cfg, None, force=False, allow_stale=True)["stale"] is True
+    assert runs.SERVED_STALE == [f"rankcse/{runs.config_hash(cfg)}"]
+    assert trainer._cached(cfg, None, force=False, allow_stale=False) is None
+    runs.save("rankcse", cfg, {"metrics": {}, "starts_from": {"teacher 1": teacher_key}})
+    assert trainer._cached(cfg, None, force=False, allow_stale=False)["stale"] is False
+
+
+def test_no_committed_run_started_from_a_run_its_config_no_longer_resolves_to(monkeypatch):
+    """After a recipe change (a pending cap moving into the converged recipe), the runs that start from the method's
+    runs must be recomputed too: the committed store holds none whose start is outdated."""
+    from sre_repro.train import starts_outdated
+
+    monkeypatch.setenv("SRE_REPRO_RESULTS", str(runs.REPO_ROOT / "results"))  # read only
+    outdated, dependents = {}, 0
+    for path in runs.record_paths():
+        record = json.loads(path.read_text())
+        cfg = record.get("config", {})
+        if cfg.get("method") == path.parent.name and cfg["method"] in ("rankcse", "paser") and cfg.get("supervised", True):
+            dependents += 1
+            if why := starts_outdated(cfg, record):
+                outdated[str(path.relative_to(runs.REPO_ROOT))] = why
+    assert dependents >= 10 and not outdated, outdated
 
 
 def test_a_record_of_a_local_model_without_fingerprint_is_stale(tmp_path):

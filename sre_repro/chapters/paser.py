@@ -87,7 +87,7 @@ def plan(scale: str, seed_list: list[int], decoder_layers=None, augments=None, m
     groups.update({f"augment {a}": ("paser", few if a == "none" else first, {"augment": a})
                    for a in grid("augments", scale, augments)})
     groups.update({f"masking {name}": ("paser", first, masking(name)) for name in grid("maskings", scale, maskings)})
-    groups.update({f"m = {m:g}, n = {n:g}": ("paser", first, {"m": float(m), "n": float(n)})
+    groups.update({mn_label((m, n)): ("paser", first, {"m": float(m), "n": float(n)})
                    for m, n in grid("mn", scale, mn)})
     return groups
 
@@ -146,7 +146,7 @@ def ablation_table(groups: dict[str, list[dict]], paper: dict, reference: str, v
     rows = {}
     for name, row in ours.items():
         theirs = paper.get(name)
-        label = f"m = {name[0]:g}, n = {name[1]:g}" if isinstance(name, tuple) else name  # Table 8's rows: (m, n)
+        label = mn_label(name) if isinstance(name, tuple) else name  # Table 8's rows: (m, n)
         rows[label] = {"STS12-16 (ours)": row[0], "STS-B (ours)": row[1], "SICK-R (ours)": row[2], "STS-B dev (ours)": row[3],
                       f"STS12-16 minus {versus} (ours)": row[0] - ours[reference][0],
                       "STS12-16 (paper)": theirs[0] if theirs else np.nan,
@@ -485,6 +485,11 @@ def paper_table10() -> pd.DataFrame:
 def mn_of(cfg: dict) -> tuple[float, float]:
     """Table 8's row key of a run: its (m, n)."""
     return (cfg["m"], cfg["n"])
+
+
+def mn_label(mn: tuple[float, float]) -> str:
+    """How Table 8 names an (m, n) row: "m = 10, n = 1"."""
+    return f"m = {mn[0]:g}, n = {mn[1]:g}"
 
 
 def task_mean(runs: list[dict], tasks: list[str]) -> np.ndarray:

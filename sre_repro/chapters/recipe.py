@@ -9,6 +9,10 @@ converged recipe (settings.CPU_RECIPES["converged"]).
 """
 from __future__ import annotations
 
+import functools
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -304,23 +308,25 @@ def flagged_at_other_seeds(overrides: dict, flag: str) -> list[int]:
     seed's curve can rise past an early peak that the others show (SimCSE peaks by step 20 at most seeds), or
     still climb at a cap where the study's seed had settled, and a method trains on one schedule for all its
     variants."""
-    import json
-
     from ..config import cpu_recipe, resolve
 
     with cpu_recipe("converged"):
         seeds = [s for s in book.seeds(overrides["scale"]) if s != overrides["seed"]]
     schedule = {k: v for k, v in resolve(overrides=overrides).items() if k in SCHEDULE}
     found = set()
-    for path in runs.record_paths():
-        if path.parent.name != overrides["method"]:
-            continue
-        record = json.loads(path.read_text())
-        cfg = record.get("config", {})
-        if (cfg.get("seed") in seeds and all(cfg.get(k) == v for k, v in schedule.items())
-                and claims.convergence_of(record)[flag]):
+    for path in sorted((runs.results_dir() / overrides["method"]).glob("*.json")):
+        cfg, flags = _config_and_flags(str(path), path.stat().st_mtime_ns)
+        if cfg.get("seed") in seeds and all(cfg.get(k) == v for k, v in schedule.items()) and flags[flag]:
             found.add(cfg["seed"])
     return sorted(found)
+
+
+@functools.lru_cache(maxsize=8192)
+def _config_and_flags(path: str, mtime_ns: int) -> tuple[dict, dict]:
+    """A record's config and claims.convergence_of flags, read once per version of its file: the appendix asks
+    flagged_at_other_seeds about every method's records at each step of each budget chain, in both of its tables."""
+    record = json.loads(Path(path).read_text())
+    return record.get("config", {}), claims.convergence_of(record)
 
 
 def flagged(overrides: dict, record: dict, flag: str) -> bool:
@@ -476,7 +482,7 @@ def presets_beside_study(records: dict[str, dict], scale: str) -> pd.DataFrame:
         rows[method] = {name: f"{have:g} / {'pending' if want is None else f'{want:g}'}"
                         for name, (have, want) in pairs.items()}
         rows[method]["follows the study"] = all(have == want for have, want in pairs.values())
-        pending = CAPS_PENDING.get(method)
+        pending = CAPS_PENDING.get(method, {}).get("max_steps")
         rows[method]["recompute at the chosen cap"] = (
             "pending" if pending and pending == pairs["cap"][1] and all(
                 have == want for name, (have, want) in pairs.items() if name != "cap") else "–")
