@@ -187,7 +187,11 @@ def resolve(method: str | None = None, overrides: dict | None = None, recipe: st
     cfg.update(getattr(method_cls, "backbone_presets", lambda *_: {})(
         scale, overrides, dataclasses.asdict(CommonConfig()), {**SCALE_PRESETS[scale], **recipe_presets("simcse", scale, recipe)}))
     if _QUICK[0]:  # before the overrides: a knob a chapter or user sets still wins
-        cfg.update(QUICK_BUDGETS[scale])
+        quick = QUICK_BUDGETS[scale]
+        # a knob counted in steps keeps its share of the run (SLT-FAI's warm-up: 5 % of the cap, not all 60 steps)
+        cfg.update({k: round(cfg[k] * quick["max_steps"] / cfg["max_steps"]) for k in method_cls.STEP_KNOBS
+                    if "max_steps" in quick and cfg[k] > 0 and cfg["max_steps"] > 0})
+        cfg.update(quick)
     unset_allowed = {f.name for cls in (CommonConfig, method_cls.Params) for f in fields(cls)
                      if isinstance(f.type, str) and f.type.endswith("| None")}  # None: "as the default says"
     cfg.update({k: None if v is None and k in unset_allowed else coerce(k, v, types[k]) for k, v in overrides.items()})

@@ -123,12 +123,20 @@ def test_quick_mode_caps_every_run_keeps_one_seed_labels_its_tables_and_saves_no
 
     full = resolve(overrides={"method": "sarcse", "scale": "cpu"})
     assert (full["max_steps"], full["eval_steps"], full["patience"]) == (600, 5, 40)
+    slt_full = {b: resolve(overrides={"method": "slt_fai", "scale": "cpu", "backbone": b}) for b in ("consert", "simcse")}
     book.check_parameters("sarcse", {"scale": "cpu", "quick": True})  # the chapter's parameter puts it in force
     quick = resolve(overrides={"method": "sarcse", "scale": "cpu"})
     # the cap and a coarser evaluation; the recipe's lr, head_lr and rule stay (the cap binds before the rule can)
     assert (quick["max_steps"], quick["eval_steps"]) == (60, 20)
     assert {k: quick[k] for k in ("lr", "head_lr", "patience")} == {"lr": 3e-4, "head_lr": 1e-3, "patience": 40}  # sarcse: converged
     assert resolve(overrides={"method": "simcse", "scale": "cpu", "max_steps": 30})["max_steps"] == 30  # a set knob wins
+    # a knob counted in steps keeps its share of the cap: SLT-FAI's discriminators warm up for 5 % (10 % with the
+    # SimCSE backbone) of the 60 steps, not all of them
+    for backbone, cfg in slt_full.items():
+        slt = resolve(overrides={"method": "slt_fai", "scale": "cpu", "backbone": backbone})
+        assert slt["aux_warmup_steps"] == round(cfg["aux_warmup_steps"] * 60 / cfg["max_steps"]) < 60
+    assert slt_full["simcse"]["aux_warmup_steps"] == 60 and slt["aux_warmup_steps"] == 6
+    assert resolve(overrides={"method": "slt_fai", "scale": "cpu", "aux_warmup_steps": 9})["aux_warmup_steps"] == 9
     assert resolve(overrides={"method": "simcse", "scale": "smoke"})["max_steps"] == 6  # smoke is already short
     assert book.seeds("cpu", "") == [42] and book.seeds("cpu", "[7, 8]") == [7]
     assert "QUICK MODE, a class run: one seed, every run capped at 60 steps" in report.scale_banner("cpu", quick, [42])

@@ -46,6 +46,7 @@ class Method(nn.Module):
     Params = NoParams          # the method's own knobs (a dataclass with defaults)
     SCALE_PRESETS: dict = {}   # scale -> overrides of common or own knobs
     PROBE_OVERRIDES: dict = {}  # size knobs of its own that a fingerprint's probe shrinks (fingerprints.py)
+    STEP_KNOBS: tuple = ()      # knobs of its own counted in training steps: quick mode keeps their share of the cap
     contrastive = True         # needs in-batch negatives (batch_size >= 2)
     selection_metric = "stsb_dev"  # the dev metric that picks the kept checkpoint (higher is better)
 
