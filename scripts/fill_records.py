@@ -9,7 +9,10 @@ processes at once: CPU lanes here, or many processes sharing one GPU. Each finis
 (OMP_NUM_THREADS=1 is set for them); a worker starts no new run after `--launch-until` seconds. `--pack DIR`
 writes every new record into DIR/records.tar after each finished run (a device call's $OUT, which returns files,
 not folders). A plan needs the committed records (it skips what the cache holds); a device call that carries only
-part of results/ runs a plan written here (`--jobs`).
+part of results/ runs a plan written here (`--jobs`). Runs are trained under the "pending" cpu recipe
+(settings.CAPS_PENDING); a job's "checks" are the evaluations of its kept weights made after it (CHECKS). When a
+pending cap moves into the converged recipe, plan again: the runs that start from the method's runs (supervised
+PaSeR) are then stale and listed.
 """
 from __future__ import annotations
 
@@ -39,9 +42,9 @@ def wanted() -> list[dict]:
     jobs = []
 
     def add(method, seeds, checks=(), **overrides):
-        jobs.extend({"method": method, "scale": "cpu", "seed": s, **overrides,
-                     **({"checks": [c for c in checks if c != "pt_bert" or s in pt_bert.KEPT_WEIGHT_SEEDS["cpu"]]}
-                        if checks else {})} for s in seeds)
+        for seed in seeds:
+            kept = [c for c in checks if c != "pt_bert" or seed in pt_bert.KEPT_WEIGHT_SEEDS["cpu"]]
+            jobs.append({"method": method, "scale": "cpu", "seed": seed, **overrides, **({"checks": kept} if kept else {})})
 
     # issue 33: SARCSE (batch table) and BYOP (per-column reading, Appendix B's margin, Tables 8-9, RankCSE)
     for method in ("simcse", "sarcse"):

@@ -20,7 +20,7 @@ from . import runs
 from .errors import SreError
 from .methods import get_method
 from .settings import readable_mode
-from .train import trained_method
+from .train import starts_outdated, trained_method
 
 NOT_EMBEDDING_KINDS = {*runs.EVALUATION_SIZE_KNOBS, "mlm"}
 
@@ -47,7 +47,7 @@ def find_record(run: str, results_root=None) -> dict:
     if kind in NOT_EMBEDDING_KINDS or "config" not in record:
         raise SreError(f"{path} is a {kind!r} record, not a trained sentence encoder: export a method's run"
                        + (" (pretraining already wrote its model to output_dir)" if kind == "mlm" else ""))
-    if reasons := runs.stale_reasons(record, results_root):
+    if reasons := runs.stale_reasons(record, results_root) or starts_outdated(record["config"], record, results_root):
         raise SreError(f"{path} is stale ({reasons[0]}): rerun it with `sre-repro train --force` before exporting")
     return record
 

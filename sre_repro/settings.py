@@ -109,8 +109,8 @@ CPU_RECIPES = {
 # exists at the new cap. Those runs are computed under the "pending" recipe (scripts/fill_records.py): the converged one
 # with these presets, for the runs that take the method's own recipe (SLT-FAI's SimCSE block takes SimCSE's). Then the
 # method's entry moves into CPU_RECIPES["converged"]. A run that starts from another run (supervised PaSeR from the
-# unsupervised one) keeps its key when its start's cap moves: train.starts_outdated then finds it stale, and
-# fill_records plans it again.
+# unsupervised one) keeps its key when its start's cap moves, so it cannot be computed beside its 600-step record:
+# once the entry has moved, train.starts_outdated finds it stale and a second `fill_records plan` lists it.
 CAPS_PENDING = {"pt_bert": {"max_steps": 1200}, "slt_fai": {"max_steps": 1200, "aux_warmup_steps": 60},
                 "paser": {"max_steps": 1200}}
 CPU_RECIPES["pending"] = {m: {**knobs, **CAPS_PENDING.get(m, {})} for m, knobs in CPU_RECIPES["converged"].items()}

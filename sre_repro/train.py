@@ -145,25 +145,36 @@ def _cached(cfg: dict, results_root, force: bool, allow_stale: bool) -> dict | N
     return {**cached, "stale": True}
 
 
-def starts_from(cfg: dict) -> dict[str, str]:
-    """name -> the config hash of each run this one starts from (Method.dependencies, resolved now): a run's key is
-    its own config, so a change to how its start resolves (a recipe's cap moving) leaves the key as it was."""
-    return {name: runs.config_hash(resolve(overrides=o)) for name, o in get_method(cfg["method"]).dependencies(cfg).items()}
+def starts_from(cfg: dict, results_root=None) -> dict[str, dict]:
+    """name -> {"config_hash", "created"} of each run this one starts from (Method.dependencies, resolved now; created:
+    when its record was computed, None without one). A run's key is its own config, so a change to how its start
+    resolves (a recipe's cap moving), or its start recomputed, leaves the key as it was."""
+    starts = {}
+    for name, overrides in get_method(cfg["method"]).dependencies(cfg).items():
+        start_cfg = resolve(overrides=overrides)
+        start = runs.read(start_cfg["method"], start_cfg, results_root)
+        starts[name] = {"config_hash": runs.config_hash(start_cfg), "created": start and start.get("created")}
+    return starts
 
 
 def starts_outdated(cfg: dict, record: dict, results_root=None) -> list[str]:
-    """Why a record's starting runs are not the ones its config resolves to now ([] when they are): another run
-    (its "starts_from" differs), or, for a record older than that field, a start computed after the record."""
+    """Why a record's starting runs are not the ones its config resolves to now ([] when they are): another run, or
+    the same one recomputed since (its "starts_from"); for a record older than that field, a start computed after
+    it. A start no longer in the store cannot be checked (starts_missing)."""
     reasons = []
-    for name, overrides in get_method(cfg["method"]).dependencies(cfg).items():
-        start_cfg = resolve(overrides=overrides)
-        if "starts_from" in record:
-            if record["starts_from"].get(name) != (key := runs.config_hash(start_cfg)):
-                reasons.append(f"its start ({name} run) is now another run ({key})")
-        elif ((start := runs.read(start_cfg["method"], start_cfg, results_root))
-              and start.get("created", "") > record.get("created", "")):
-            reasons.append(f"its start ({name} run) was computed after it ({start['created']})")
+    for name, now in starts_from(cfg, results_root).items():
+        was = record.get("starts_from", {}).get(name)
+        if was is not None and was["config_hash"] != now["config_hash"]:
+            reasons.append(f"its start ({name} run) is now another run ({now['config_hash']})")
+        elif now["created"] is not None and (now["created"] != was["created"] if was is not None
+                                             else now["created"] > record.get("created", "")):
+            reasons.append(f"its start ({name} run) was computed after it ({now['created']})")
     return reasons
+
+
+def starts_missing(cfg: dict, results_root=None) -> list[str]:
+    """The names of the runs this one starts from whose records are not in the store."""
+    return [name for name, now in starts_from(cfg, results_root).items() if now["created"] is None]
 
 
 def _compute(cfg, device, data_dir, work_root, force, results_root, trace, interrupt_at_step) -> dict:
@@ -346,7 +357,7 @@ def _finish(run: _Run, results_root) -> dict:
                                            method.term_weights(), list(run.watched)),
               "convergence": protocol.convergence(state["curve"], state["best_step"], run.total, cfg["patience"],
                                                   cfg["min_delta"], method.selection_metric)}
-    if starts := starts_from(cfg):
+    if starts := starts_from(cfg, results_root):
         result["starts_from"] = starts
     record = runs.save(cfg["method"], cfg, result, results_root)
     distributed.barrier()
@@ -406,10 +417,13 @@ def training_summary(curve: list[dict], kept_step: int, first_terms: dict, weigh
 
 def checkpoint_origin(kind: str, cfg: dict) -> dict:
     """What a checkpoint resumes only under: the computation that made it (its variant's fingerprint, or the
-    source tree while the variant has none) and the same starting weights."""
+    source tree while the variant has none), the same starting weights and the same runs started from."""
     (variant,) = list(runs.variants(kind, cfg))[:1]
-    return {"computation": runs.committed_fingerprint(variant) or runs.source_tree(),
-            "model_fingerprint": runs.model_fingerprint(cfg["model_name"])}
+    origin = {"computation": runs.committed_fingerprint(variant) or runs.source_tree(),
+              "model_fingerprint": runs.model_fingerprint(cfg["model_name"])}
+    if starts := starts_from(cfg):  # a run that starts from others resumes only from those same runs
+        origin["starts_from"] = {name: start["config_hash"] for name, start in starts.items()}
+    return origin
 
 
 # ----- a run's kept weights, for what needs them and not only its record ----------------------------------------
@@ -450,7 +464,8 @@ def _finished_here(kind: str, cfg: dict, work: Path) -> bool:
     (same computation and starting weights, every step, the record's best step), so its best.pt is the kept
     weights and neither training nor the final evaluation needs repeating."""
     record = runs.read(kind, cfg)
-    if record is None or record["stale"] or not (work / "last.pt").exists() or not (work / "best.pt").exists():
+    if (record is None or record["stale"] or starts_outdated(cfg, record) or not (work / "last.pt").exists()
+            or not (work / "best.pt").exists()):
         return False
     state = _load_checkpoint(work / "last.pt", then="the run's weights will be retrained")
     return (state is not None and state.get("origin") == checkpoint_origin(kind, cfg)

@@ -234,48 +234,84 @@ def test_a_run_from_replaced_weights_is_stale(tmp_path):
 
 def test_a_run_whose_start_now_resolves_to_another_run_is_stale():
     """A run's key is its own config: supervised PaSeR's start (or RankCSE's teacher) resolves under a recipe that can
-    change (a cap moving) without changing the key. The record says which runs it started from; one that says
-    otherwise, or (older than that field) one whose start was computed after it, is stale."""
+    change (a cap moving) without changing the key. The record says which runs it started from and when they were
+    computed; one that says otherwise, or (older than that field) one whose start was computed after it, is stale."""
     from sre_repro import train as trainer
     from sre_repro.config import resolve
 
     cfg = resolve(overrides={"method": "rankcse", "scale": "smoke", "teachers": "simcse:7"})
     teacher_cfg = resolve(overrides={"method": "simcse", "scale": "smoke", "seed": 7})
-    teacher_key = runs.config_hash(teacher_cfg)
-    assert trainer.starts_from(cfg) == {"teacher 1": teacher_key}
+    key = runs.config_hash(teacher_cfg)
+    assert trainer.starts_from(cfg) == {"teacher 1": {"config_hash": key, "created": None}}
+    assert trainer.starts_missing(cfg) == ["teacher 1"] and trainer.starts_outdated(cfg, {"created": "2000"}) == []
     assert trainer.starts_from(resolve(overrides=SMOKE)) == {}
-    teacher = runs.save("simcse", teacher_cfg, {"metrics": {}})
-    assert trainer.starts_outdated(cfg, {"starts_from": {"teacher 1": teacher_key}}) == []
-    assert trainer.starts_outdated(cfg, {"starts_from": {"teacher 1": "0" * 16}}) == [
-        f"its start (teacher 1 run) is now another run ({teacher_key})"]
+    created = runs.save("simcse", teacher_cfg, {"metrics": {}})["created"]
+    assert trainer.starts_missing(cfg) == [] and trainer.starts_from(cfg)["teacher 1"]["created"] == created
+    same = {"starts_from": {"teacher 1": {"config_hash": key, "created": created}}}
+    assert trainer.starts_outdated(cfg, same) == []
+    assert trainer.starts_outdated(cfg, {"starts_from": {"teacher 1": {"config_hash": "0" * 16, "created": created}}}) == [
+        f"its start (teacher 1 run) is now another run ({key})"]
+    recomputed = {"starts_from": {"teacher 1": {"config_hash": key, "created": "2000-01-01T00:00:00Z"}}}
+    assert trainer.starts_outdated(cfg, recomputed) == [f"its start (teacher 1 run) was computed after it ({created})"]
     # a record older than the field: judged by when its start was computed
     assert trainer.starts_outdated(cfg, {"created": "9999-01-01T00:00:00Z"}) == []
     assert trainer.starts_outdated(cfg, {"created": "2000-01-01T00:00:00Z"}) == [
-        f"its start (teacher 1 run) was computed after it ({teacher['created']})"]
+        f"its start (teacher 1 run) was computed after it ({created})"]
     # the cache serves it as stale where stale records may be served, else recomputes it (None here)
-    runs.save("rankcse", cfg, {"metrics": {}, "starts_from": {"teacher 1": "0" * 16}})
+    runs.save("rankcse", cfg, {"metrics": {}, **recomputed})
     assert trainer._cached(cfg, None, force=False, allow_stale=True)["stale"] is True
     assert runs.SERVED_STALE == [f"rankcse/{runs.config_hash(cfg)}"]
     assert trainer._cached(cfg, None, force=False, allow_stale=False) is None
-    runs.save("rankcse", cfg, {"metrics": {}, "starts_from": {"teacher 1": teacher_key}})
+    runs.save("rankcse", cfg, {"metrics": {}, **same})
     assert trainer._cached(cfg, None, force=False, allow_stale=False)["stale"] is False
+    # a checkpoint resumes only from the same starts
+    assert trainer.checkpoint_origin("rankcse", cfg)["starts_from"] == {"teacher 1": key}
+    assert "starts_from" not in trainer.checkpoint_origin("simcse", resolve(overrides=SMOKE))
+
+
+def test_an_evaluation_computed_before_its_runs_record_is_stale():
+    """A kept-weight evaluation is keyed by its run's config: the run recomputed under the same key (its start
+    changed, or --force) leaves an evaluation of the old weights behind, which then reads stale."""
+    from sre_repro.config import resolve
+    from sre_repro.evaluate import cached as evaluations
+
+    run_cfg = resolve(overrides=SMOKE)
+    runs.save("simcse", run_cfg, {"metrics": {}})
+    key = {"run": run_cfg, "model_name": run_cfg["model_name"], "poolers": ["avg"]}
+    older = runs.save("poolers", key, {"metrics": {"avg": 1.0}})
+    assert evaluations._before_its_run(key, older) is False
+    assert evaluations._before_its_run(key, {**older, "created": "2000-01-01T00:00:00Z"}) is True
+    assert evaluations._before_its_run({"model_name": "x"}, older) is False  # not an evaluation of a run
+    path = runs.run_path("poolers", key)
+    record = json.loads(path.read_text())
+    record["created"] = "2000-01-01T00:00:00Z"
+    record["digest"] = runs.content_digest(record)
+    path.write_text(json.dumps(record))
+    served = evaluations.cached("poolers", key, allow_stale=True)
+    assert served["stale"] is True and served["metrics"] == {"avg": 1.0}
+    assert runs.SERVED_STALE == [f"poolers/{runs.config_hash(key)}"]
 
 
 def test_no_committed_run_started_from_a_run_its_config_no_longer_resolves_to(monkeypatch):
     """After a recipe change (a pending cap moving into the converged recipe), the runs that start from the method's
-    runs must be recomputed too: the committed store holds none whose start is outdated."""
-    from sre_repro.train import starts_outdated
+    runs must be recomputed too: the committed store holds none whose start is outdated, and every record that
+    names its starts (newer than that field) finds them; older ones whose starts were deleted cannot be checked."""
+    from sre_repro.train import starts_missing, starts_outdated
 
     monkeypatch.setenv("SRE_REPRO_RESULTS", str(runs.REPO_ROOT / "results"))  # read only
-    outdated, dependents = {}, 0
+    outdated, unnamed_missing, dependents = {}, [], 0
     for path in runs.record_paths():
         record = json.loads(path.read_text())
         cfg = record.get("config", {})
         if cfg.get("method") == path.parent.name and cfg["method"] in ("rankcse", "paser") and cfg.get("supervised", True):
             dependents += 1
             if why := starts_outdated(cfg, record):
-                outdated[str(path.relative_to(runs.REPO_ROOT))] = why
+                outdated[path.name] = why
+            if starts_missing(cfg):
+                assert "starts_from" not in record, f"{path.name}: its starts are not in the store"
+                unnamed_missing.append(path.name)
     assert dependents >= 10 and not outdated, outdated
+    assert len(unnamed_missing) <= 3, unnamed_missing  # the recipe study's RankCSE runs, whose teachers were deleted
 
 
 def test_a_record_of_a_local_model_without_fingerprint_is_stale(tmp_path):
