@@ -218,7 +218,7 @@ def test_at_loss_averages_per_sentence_then_over_sentences():
 
 def test_the_simcse_backbone_takes_simcses_presets():
     # under each cpu recipe: SimCSE's knobs, and the warm-up at SimCSE's share (0.1) and ConSERT's (0.05) of the cap
-    for recipe, warmups in (("fixed-budget", (10, 5)), ("converged", (60, 30))):
+    for recipe, warmups in (("fixed-budget", (10, 5)), ("converged", (60, 60))):
         cfg = resolve(overrides={"method": "slt_fai", "scale": "cpu", "backbone": "simcse"}, recipe=recipe)
         simcse = resolve(overrides={"method": "simcse", "scale": "cpu"}, recipe=recipe)
         for key in ("train_data", "max_len", "weight_decay", "adam_eps", "warmup_ratio", "lr", "max_steps", "batch_size",
