@@ -141,8 +141,7 @@ class SLTFAI(FrequencyAnalysed):
     PROBE_OVERRIDES = {"analysis_sentences": 16, "aux_warmup_steps": 1}  # the auxiliary losses act from step 2
     STEP_KNOBS = ("aux_warmup_steps",)
     SCALE_PRESETS = {"smoke": dict(train_data="sts_unlabeled", eval_pooler="avg", analysis_sentences=24, aux_warmup_steps=2),
-                     # cpu: lr, head_lr and the warm-up in steps (ConSERT's 0.5 of 10 epochs): settings.CPU_RECIPES
-                     "cpu": dict(CONSERT_RECIPE, analysis_sentences=2000),
+                     "cpu": dict(CONSERT_RECIPE, analysis_sentences=2000),  # lr, head_lr, warm-up: settings.CPU_RECIPES
                      "paper": CONSERT_PAPER}
 
     def __init__(self, cfg, encoder):
