@@ -173,11 +173,10 @@ def _word(claim, values, runs_, engagement, rule, plm_value, row, baseline_value
         return f"not tested: {flag} (seed {seed}{' and others' if len(flagged) > 1 else ''})"
     unknown = [c for c in claim.components if c not in engagement]
     if unknown:
-        return f"not tested: no evidence that {unknown[0]} engaged"
-    idle = {c: why for c, (ok, why) in engagement.items() if not ok}
-    if idle:
-        component, why = next(iter(idle.items()))
-        return f"not tested: {component} did not engage ({why})"
+        return f"not tested: no evidence that {' or '.join(unknown)} engaged"
+    idle = [f"{c} did not engage ({why})" for c, (ok, why) in engagement.items() if not ok]
+    if idle:  # every component that did not, so that a reader knows all that would need mending
+        return f"not tested: {'; '.join(idle)}"
     if result is None:
         return "one seed: difference shown, no verdict"
     if claim.headline and len(values) < HEADLINE_SEEDS:

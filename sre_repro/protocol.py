@@ -136,7 +136,9 @@ def _t(differences):
 
 def claim_verdict(differences, claim_type: str, margin: float | None = None, level: float = 0.05) -> dict:
     """The verdict word and its numbers for seed-matched `differences` (method minus baseline) under a claim
-    type; `margin` (points) for equivalence and non-inferiority. One difference: shown, no verdict."""
+    type; `margin` (points) for equivalence and non-inferiority. One difference: shown, no verdict. The opposite of
+    parity is a difference beyond the margin (the 90 % interval wholly outside it), the opposite of "does not hurt"
+    a loss beyond it (the one-sided 95 % upper bound below -margin): both read "reversed"."""
     if claim_type not in CLAIM_TYPES[:3]:
         raise ValueError(f"claim type {claim_type!r} is tested on differences: superiority, equivalence or "
                          "non-inferiority (geometry claims: geometry_verdict)")
@@ -156,11 +158,16 @@ def claim_verdict(differences, claim_type: str, margin: float | None = None, lev
         p_high = float(stats.t.cdf((mean - margin) / se, df)) if se > 0 else float(mean >= margin)
         p = max(p_low, p_high)
         half = stats.t.ppf(1 - level, df) * se
-        return {"mean": mean, "n": n, "interval": (mean - half, mean + half), "p": p, "margin": margin,
-                "verdict": f"holds (within ±{margin:g})" if p < level else f"not shown (within ±{margin:g})"}
-    low = mean - stats.t.ppf(1 - level, df) * se  # non-inferiority: one-sided lower bound
-    return {"mean": mean, "n": n, "lower bound": low, "margin": margin,
-            "verdict": "holds (does not hurt)" if low > -margin else "not shown"}
+        low, high = mean - half, mean + half
+        word = (f"holds (within ±{margin:g})" if p < level else
+                f"reversed (differs by more than ±{margin:g})" if low > margin or high < -margin else
+                f"not shown (within ±{margin:g})")
+        return {"mean": mean, "n": n, "interval": (low, high), "p": p, "margin": margin, "verdict": word}
+    half = stats.t.ppf(1 - level, df) * se  # non-inferiority: one-sided bounds
+    low, high = mean - half, mean + half
+    word = ("holds (does not hurt)" if low > -margin else
+            f"reversed (hurts by more than {margin:g})" if high < -margin else "not shown")
+    return {"mean": mean, "n": n, "lower bound": low, "margin": margin, "verdict": word}
 
 
 def geometry_verdict(method_values, plm_value: float, lower_is_better: bool = True) -> dict:

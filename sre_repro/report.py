@@ -264,6 +264,12 @@ def _pct(value) -> str:
     return "–" if value is None else f"{100 * value:.3g}%"
 
 
+def _share(value) -> str:
+    """A loss term's share of the loss, as the table shows it. A share above 100 % means the term was not yet in
+    the loss over that interval (an auxiliary before its warm-up ends: logged, weighted 0), so it has none."""
+    return "not in the loss then" if value is not None and value > 1 + 1e-6 else _pct(value)
+
+
 def training_table(groups: dict[str, list[dict]], plm_dev: float | None = None) -> pd.DataFrame:
     """Did it train, one row per run: kept step, (with the untrained PLM's STS-B dev, same pooler) the kept
     checkpoint's dev gain over it, each weighted loss term first -> kept with its share of the loss at the kept
@@ -282,8 +288,13 @@ def training_table(groups: dict[str, list[dict]], plm_dev: float | None = None) 
                 rows[label] = {**row, "loss first → kept": "not recorded (older record)"}
                 continue
             row["loss first → kept"] = f"{t['loss_first']:.4g} → {t['loss_kept']:.4g}"
-            for term, e in t["terms"].items():
-                row[f"{term} first → kept (share)"] = f"{e['first']:.4g} → {e['kept']:.4g} ({_pct(e['share_kept'])})"
+            # the loss terms first, then the statistics logged beside them (weight 0: no share of the loss)
+            for term, e in sorted(t["terms"].items(), key=lambda item: not item[1].get("weight", 1.0)):
+                values = f"{e['first']:.4g} → {e['kept']:.4g}"
+                if e.get("weight", 1.0):
+                    row[f"{term} first → kept (share)"] = f"{values} ({_share(e['share_kept'])})"
+                else:
+                    row[f"{term} first → kept"] = values
             for module, moved in t["moved"].items():
                 row[f"moved: {module}"] = _pct(moved)
             rows[label] = row
@@ -304,11 +315,11 @@ class Split:
 
 
 def did_it_train(groups: dict[str, list[dict]], plm_dev: float | None = None, width: int = 5) -> Split:
-    """`training_table` as it fits a page: the kept step, anisotropy, dev gain and loss, then the loss terms, then
-    how far each module moved, each in tables of at most `width` columns."""
+    """`training_table` as it fits a page: the kept step, anisotropy, dev gain and loss, then the loss terms and
+    the statistics logged beside them, then how far each module moved, each in tables of at most `width` columns."""
     frame = training_table(groups, plm_dev)
     head = [c for c in ("kept step", "anisotropy", "dev gain over the PLM", "loss first → kept") if c in frame]
-    terms = [c for c in frame if c.endswith("(share)")]
+    terms = [c for c in frame if c not in head and " first → kept" in c]
     moved = [c for c in frame if c not in head and c not in terms]
     parts = [head] + [cols[i:i + width] for cols in (terms, moved) for i in range(0, len(cols), width)]
     return Split([frame[cols] for cols in parts if cols])

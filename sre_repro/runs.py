@@ -259,17 +259,21 @@ def check_named_data_dir(data_dir=None) -> None:
 SERVED_STALE: list[str] = []
 
 
-def lookup(kind: str, cfg: dict, root=None, force: bool = False, allow_stale: bool = False) -> dict | None:
-    """A cached result to serve, or None when the run must be computed."""
+def lookup(kind: str, cfg: dict, root=None, force: bool = False, allow_stale: bool = False,
+           more_reasons=None) -> dict | None:
+    """A cached result to serve, or None when the run must be computed. more_reasons(record): why it is stale
+    beyond what the record itself shows (a run's start recomputed since), handled like the record's own reasons."""
     if force:
         return None
     result = read(kind, cfg, root)
     if result is None:
         return None
+    if more := (more_reasons(result) if more_reasons else []):
+        result["stale"] = True
     if result["stale"] and not allow_stale:
         if log.isEnabledFor(logging.INFO):  # the reasons and the path cost a fingerprint read and a resolve
-            log.info(f"stale: {shown_path(run_path(kind, cfg, root))} ({'; '.join(stale_reasons(result, root))}): "
-                     "recomputing")
+            log.info(f"stale: {shown_path(run_path(kind, cfg, root))} "
+                     f"({'; '.join(stale_reasons(result, root) + more)}): recomputing")
         return None
     if result["stale"]:
         SERVED_STALE.append(f"{kind}/{result['config_hash']}")

@@ -133,16 +133,8 @@ def train(overrides: dict | None = None, data_dir=None, force: bool = False, res
 
 def _cached(cfg: dict, results_root, force: bool, allow_stale: bool) -> dict | None:
     """runs.lookup, with a record whose starting runs changed since (starts_outdated) stale too."""
-    cached = runs.lookup(cfg["method"], cfg, results_root, force=force, allow_stale=allow_stale)
-    if cached is None or not (why := starts_outdated(cfg, cached, results_root)):
-        return cached
-    if not allow_stale:
-        runs.log.info(f"stale: {runs.shown_path(runs.run_path(cfg['method'], cfg, results_root))} "
-                      f"({'; '.join(why)}): recomputing")
-        return None
-    if not cached["stale"]:  # else lookup has counted it already
-        runs.SERVED_STALE.append(f"{cfg['method']}/{cached['config_hash']}")
-    return {**cached, "stale": True}
+    return runs.lookup(cfg["method"], cfg, results_root, force=force, allow_stale=allow_stale,
+                       more_reasons=lambda record: starts_outdated(cfg, record, results_root))
 
 
 def starts_from(cfg: dict, results_root=None) -> dict[str, dict]:

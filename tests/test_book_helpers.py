@@ -332,6 +332,23 @@ def test_did_it_train_splits_a_wide_table_into_narrow_ones_that_keep_every_colum
     assert all(list(f.index) == list(whole.index) for f in split.frames) and "<table" in split._repr_html_()
 
 
+def test_did_it_train_shows_a_share_only_for_a_loss_term_in_the_loss():
+    """SLT-FAI logs statistics beside its losses (weight 0: no share of the loss), and an auxiliary kept before its
+    warm-up ends was not in the loss (its "share" is above 100 %)."""
+    terms = {"at_accuracy": {"weight": 0.0, "first": 0.35, "kept": 0.93, "share_kept": 0.0},
+             "loss_cl": {"weight": 0.15, "first": 4.0, "kept": 0.5, "share_kept": 0.25},
+             "loss_at": {"weight": 1.0, "first": 0.75, "kept": 0.7, "share_kept": 93.3}}
+    run = {"seed": 42, "metrics": {"best_step": 20, "geometry": {"anisotropy": 0.5}},
+           "training": {"loss_first": 3.0, "loss_kept": 0.3, "terms": terms, "moved": {"plm": 0.02}}}
+    row = report.training_table({"X": [run]}).loc["X (seed 42)"]
+    assert row["loss_cl first → kept (share)"] == "4 → 0.5 (25%)"
+    assert row["loss_at first → kept (share)"] == "0.75 → 0.7 (not in the loss then)"
+    assert row["at_accuracy first → kept"] == "0.35 → 0.93" and "at_accuracy first → kept (share)" not in row
+    split = report.did_it_train({"X": [run]})
+    assert list(split.frames[1].columns) == ["loss_cl first → kept (share)", "loss_at first → kept (share)",
+                                             "at_accuracy first → kept"]
+
+
 def test_a_chapter_says_so_while_its_longer_cap_waits_for_its_runs(monkeypatch):
     from sre_repro import book, settings
     from sre_repro.config import cpu_recipe

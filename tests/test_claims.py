@@ -45,6 +45,14 @@ def test_no_verdict_rests_on_a_flagged_run_an_idle_component_or_one_seed():
     assert judge(BEATS, [1.0, 2.0, 1.5], [_run(s) for s in range(3)], idle)["verdict"].startswith(
         "not tested: decoder did not engage (fell 5.0% (needs 10%)")
     assert judge(BEATS, [1.0, 2.0, 1.5], [_run(s) for s in range(3)])["verdict"] == "not tested: no evidence that decoder engaged"
+    # every component that did not engage is named, not only the first
+    both = Claim("both", "X with both parts beats Y", "superiority", "X - Y", paper_effect=1.0,
+                 components=("decoder", "critic"))
+    two_idle = {"decoder": (False, "fell 5%"), "critic": (False, "ROC AUC 0.52")}
+    assert judge(both, [1.0, 2.0, 1.5], [_run(s) for s in range(3)], two_idle)["verdict"] == (
+        "not tested: decoder did not engage (fell 5%); critic did not engage (ROC AUC 0.52)")
+    assert judge(both, [1.0, 2.0, 1.5], [_run(s) for s in range(3)])["verdict"] == (
+        "not tested: no evidence that decoder or critic engaged")
     assert judge(BEATS, [1.0], [_run(42)], {"decoder": (True, "")})["verdict"] == "one seed: difference shown, no verdict"
 
 

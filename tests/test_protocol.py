@@ -116,7 +116,13 @@ def test_equivalence_is_two_one_sided_tests_against_the_margin():
     out = protocol.claim_verdict(small, "equivalence", margin=0.5)
     assert out["p"] == pytest.approx(p) and p < 0.05 and out["verdict"].startswith("holds")
     assert protocol.claim_verdict(small, "equivalence", margin=0.1)["verdict"].startswith("not shown")
-    assert protocol.claim_verdict(DIFFS, "equivalence", margin=0.5)["verdict"].startswith("not shown")
+    # the 90 % interval of DIFFS, by hand: wholly above 0.5 (the two differ), straddling 1.0 (undecided)
+    mean, se, df = _hand(DIFFS)
+    low, high = mean - stats.t.ppf(0.95, df) * se, mean + stats.t.ppf(0.95, df) * se
+    assert 0.5 < low < 1.0 < high
+    assert protocol.claim_verdict(DIFFS, "equivalence", margin=0.5)["verdict"] == "reversed (differs by more than ±0.5)"
+    assert protocol.claim_verdict([-x for x in DIFFS], "equivalence", margin=0.5)["verdict"].startswith("reversed")
+    assert protocol.claim_verdict(DIFFS, "equivalence", margin=1.0)["verdict"] == "not shown (within ±1)"
     with pytest.raises(ValueError, match="margin"):
         protocol.claim_verdict(small, "equivalence")
 
@@ -127,7 +133,12 @@ def test_non_inferiority_is_the_one_sided_lower_bound_above_minus_the_margin():
     out = protocol.claim_verdict(d, "non-inferiority", margin=0.3)
     assert out["lower bound"] == pytest.approx(mean - stats.t.ppf(0.95, df) * se)
     assert out["verdict"].startswith("holds")
-    assert protocol.claim_verdict([x - 1 for x in d], "non-inferiority", margin=0.3)["verdict"] == "not shown"
+    # worse by about 1 point: its one-sided upper bound lies below -0.3 (it hurts); by about 0.3: undecided
+    worse = [x - 1 for x in d]
+    mean, se, df = _hand(worse)
+    assert mean + stats.t.ppf(0.95, df) * se < -0.3
+    assert protocol.claim_verdict(worse, "non-inferiority", margin=0.3)["verdict"] == "reversed (hurts by more than 0.3)"
+    assert protocol.claim_verdict([x - 0.3 for x in d], "non-inferiority", margin=0.3)["verdict"] == "not shown"
 
 
 def test_a_geometry_value_inside_the_seed_spread_of_the_untrained_plm_is_the_plms_own():

@@ -269,7 +269,7 @@ def test_a_run_whose_start_now_resolves_to_another_run_is_stale():
     assert "starts_from" not in trainer.checkpoint_origin("simcse", resolve(overrides=SMOKE))
 
 
-def test_an_evaluation_computed_before_its_runs_record_is_stale():
+def test_an_evaluation_computed_before_its_runs_record_is_stale(monkeypatch):
     """A kept-weight evaluation is keyed by its run's config: the run recomputed under the same key (its start
     changed, or --force) leaves an evaluation of the old weights behind, which then reads stale."""
     from sre_repro.config import resolve
@@ -279,9 +279,11 @@ def test_an_evaluation_computed_before_its_runs_record_is_stale():
     runs.save("simcse", run_cfg, {"metrics": {}})
     key = {"run": run_cfg, "model_name": run_cfg["model_name"], "poolers": ["avg"]}
     older = runs.save("poolers", key, {"metrics": {"avg": 1.0}})
-    assert evaluations._before_its_run(key, older) is False
-    assert evaluations._before_its_run(key, {**older, "created": "2000-01-01T00:00:00Z"}) is True
-    assert evaluations._before_its_run({"model_name": "x"}, older) is False  # not an evaluation of a run
+    assert evaluations._before_its_run(key, older) == []
+    run_created = runs.read("simcse", run_cfg)["created"]
+    assert evaluations._before_its_run(key, {**older, "created": "2000-01-01T00:00:00Z"}) == [
+        f"computed before its run's record ({run_created})"]
+    assert evaluations._before_its_run({"model_name": "x"}, older) == []  # not an evaluation of a run
     path = runs.run_path("poolers", key)
     record = json.loads(path.read_text())
     record["created"] = "2000-01-01T00:00:00Z"
@@ -290,6 +292,9 @@ def test_an_evaluation_computed_before_its_runs_record_is_stale():
     served = evaluations.cached("poolers", key, allow_stale=True)
     assert served["stale"] is True and served["metrics"] == {"avg": 1.0}
     assert runs.SERVED_STALE == [f"poolers/{runs.config_hash(key)}"]
+    # where stale records may not be served, it is recomputed
+    monkeypatch.setitem(evaluations.COMPUTE, "poolers", lambda cfg, data_dir: {"avg": 2.0})
+    assert evaluations.cached("poolers", key)["metrics"] == {"avg": 2.0}
 
 
 def test_no_committed_run_started_from_a_run_its_config_no_longer_resolves_to(monkeypatch):

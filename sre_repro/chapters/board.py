@@ -30,8 +30,9 @@ WORDS = {
     "holds": "the claim's test passed: superiority, its 95% interval lies above 0; parity, both one-sided tests "
              "against the stated margin pass (TOST); \"does not hurt\", the one-sided 95% bound lies above -margin; "
              "\"varies less\", the one-sided F-test on the seed variances passes at 5%",
-    "reversed": "the 95% interval lies below 0 (a variance claim: the opposite F-test passes): the opposite holds "
-                "at this scale",
+    "reversed": "the opposite holds at this scale: superiority, the 95% interval lies below 0; parity, the 90% "
+                "interval lies wholly outside the margin; \"does not hurt\", the one-sided 95% upper bound lies below "
+                "-margin; \"varies less\", the opposite F-test passes",
     "underpowered": "the interval includes 0 and the paper's effect is smaller than the smallest effect these "
                     "seeds detect (80% power; a variance claim: the paper's ratio of standard deviations lies nearer 1 "
                     "than the largest ratio these seeds detect): the seeds could not have seen it",

@@ -151,13 +151,8 @@ def cached(kind: str, cfg: dict, data_dir=None, force: bool = False, results_roo
     """The record of evaluation `kind` with config `cfg`: served from the store, else computed and saved. An
     evaluation of a run's kept weights computed before the run's record (the run recomputed since under the same
     key: its start changed, or --force) is stale."""
-    hit = runs.lookup(kind, cfg, results_root, force=force, allow_stale=allow_stale)
-    if hit is not None and _before_its_run(cfg, hit, results_root):
-        if not allow_stale:
-            hit = None
-        elif not hit["stale"]:
-            runs.SERVED_STALE.append(f"{kind}/{hit['config_hash']}")
-            hit = {**hit, "stale": True}
+    hit = runs.lookup(kind, cfg, results_root, force=force, allow_stale=allow_stale,
+                      more_reasons=lambda record: _before_its_run(cfg, record, results_root))
     if hit is not None:
         return hit
     started = time.time()
@@ -165,13 +160,15 @@ def cached(kind: str, cfg: dict, data_dir=None, force: bool = False, results_roo
     return runs.save(kind, cfg, {"metrics": metrics, "wall_seconds": time.time() - started}, results_root)
 
 
-def _before_its_run(cfg: dict, record: dict, results_root=None) -> bool:
-    """Whether an evaluation of a run's kept weights was computed before the run's current record."""
+def _before_its_run(cfg: dict, record: dict, results_root=None) -> list[str]:
+    """Why an evaluation of a run's kept weights is stale for being computed before the run's current record."""
     run = cfg.get("run")
     if not isinstance(run, dict) or "method" not in run:
-        return False
+        return []
     trained = runs.read(run["method"], run, results_root)
-    return trained is not None and trained.get("created", "") > record.get("created", "")
+    if trained is None or trained.get("created", "") <= record.get("created", ""):
+        return []
+    return [f"computed before its run's record ({trained['created']})"]
 
 
 def evaluate_model(data_dir=None, force: bool = False, results_root=None, allow_stale: bool = False,
