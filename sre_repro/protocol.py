@@ -153,18 +153,16 @@ def claim_verdict(differences, claim_type: str, margin: float | None = None, lev
         low, high = mean - half, mean + half
         word = "holds" if low > 0 else "reversed" if high < 0 else "not shown"
         return {"mean": mean, "n": n, "interval": (low, high), "verdict": word}
+    half = stats.t.ppf(1 - level, df) * se  # both margin claims read one-sided bounds (TOST's 90 % interval)
+    low, high = mean - half, mean + half
     if claim_type == "equivalence":
         p_low = float(stats.t.sf((mean + margin) / se, df)) if se > 0 else float(mean <= -margin)
         p_high = float(stats.t.cdf((mean - margin) / se, df)) if se > 0 else float(mean >= margin)
         p = max(p_low, p_high)
-        half = stats.t.ppf(1 - level, df) * se
-        low, high = mean - half, mean + half
         word = (f"holds (within ±{margin:g})" if p < level else
                 f"reversed (differs by more than ±{margin:g})" if low > margin or high < -margin else
                 f"not shown (within ±{margin:g})")
         return {"mean": mean, "n": n, "interval": (low, high), "p": p, "margin": margin, "verdict": word}
-    half = stats.t.ppf(1 - level, df) * se  # non-inferiority: one-sided bounds
-    low, high = mean - half, mean + half
     word = ("holds (does not hurt)" if low > -margin else
             f"reversed (hurts by more than {margin:g})" if high < -margin else "not shown")
     return {"mean": mean, "n": n, "lower bound": low, "margin": margin, "verdict": word}

@@ -264,6 +264,11 @@ def _pct(value) -> str:
     return "–" if value is None else f"{100 * value:.3g}%"
 
 
+def _in_the_loss(term: dict) -> bool:
+    """Whether a logged term counts in the loss: a statistic logged beside it (an accuracy, a rate) has weight 0."""
+    return bool(term.get("weight", 1.0))
+
+
 def _share(value) -> str:
     """A loss term's share of the loss, as the table shows it. A share above 100 % means the term was not yet in
     the loss over that interval (an auxiliary before its warm-up ends: logged, weighted 0), so it has none."""
@@ -289,9 +294,9 @@ def training_table(groups: dict[str, list[dict]], plm_dev: float | None = None) 
                 continue
             row["loss first → kept"] = f"{t['loss_first']:.4g} → {t['loss_kept']:.4g}"
             # the loss terms first, then the statistics logged beside them (weight 0: no share of the loss)
-            for term, e in sorted(t["terms"].items(), key=lambda item: not item[1].get("weight", 1.0)):
+            for term, e in sorted(t["terms"].items(), key=lambda item: not _in_the_loss(item[1])):
                 values = f"{e['first']:.4g} → {e['kept']:.4g}"
-                if e.get("weight", 1.0):
+                if _in_the_loss(e):
                     row[f"{term} first → kept (share)"] = f"{values} ({_share(e['share_kept'])})"
                 else:
                     row[f"{term} first → kept"] = values

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -204,7 +205,12 @@ def content_digest(record: dict) -> str:
 def move_aside(path: Path) -> Path | None:
     """Move a file that may not be used out of the way (never deleted): its new path, or None when another
     process moved it first."""
-    aside = path.with_name(f"{path.name}.{time.strftime('%Y%m%dT%H%M%S')}.set-aside")
+    stamp = time.strftime('%Y%m%dT%H%M%S')
+    aside = path.with_name(f"{path.name}.{stamp}.set-aside")
+    for n in itertools.count(2):  # two set aside within one second: the second gets a number, none is overwritten
+        if not aside.exists():
+            break
+        aside = path.with_name(f"{path.name}.{stamp}-{n}.set-aside")
     try:
         path.replace(aside)
     except FileNotFoundError:

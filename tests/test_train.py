@@ -115,6 +115,20 @@ def test_a_corrupt_or_hand_edited_record_is_set_aside_said_and_recomputed(tmp_pa
     assert len(list(path.parent.glob("*.set-aside"))) == 2 and len(list(path.parent.glob("*.json"))) == 1
 
 
+def test_files_set_aside_within_one_second_are_all_kept(tmp_path, monkeypatch):
+    """A set-aside is evidence: a second one in the same second gets a number instead of overwriting the first."""
+    monkeypatch.setattr(time, "strftime", lambda fmt: "20261128T220537")
+    path = tmp_path / "r.json"
+    for text in ("first", "second", "third"):
+        path.write_text(text)
+        runs.move_aside(path)
+    kept = sorted(tmp_path.glob("*.set-aside"))
+    assert [f.name for f in kept] == ["r.json.20261128T220537-2.set-aside", "r.json.20261128T220537-3.set-aside",
+                                      "r.json.20261128T220537.set-aside"]
+    assert sorted(f.read_text() for f in kept) == ["first", "second", "third"] and not path.exists()
+    assert runs.move_aside(path) is None  # already gone: nothing to move
+
+
 def test_two_identical_runs_at_once_compute_once(tmp_path):
     """The second process waits for the first's lock, then serves its record: one computation, one record."""
     import subprocess
