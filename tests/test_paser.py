@@ -474,10 +474,15 @@ def test_an_ablation_table_measures_each_row_from_its_reference_in_ours_and_the_
         return {"seed": seed, "metrics": {"sts": {**years, "STSBenchmark": stsb, "SICKRelatedness": sick}, "stsb_dev_best": dev}}
 
     groups = {(10.0, 10.0): [run(42, [50, 52, 54, 56, 58]), run(43, [52, 54, 56, 58, 60])], (0.1, 1.0): [run(42, [50] * 5)]}
-    paper = {(10.0, 10.0): [77.7, 79.3, 65.4], (0.1, 1.0): [77.2, 79.0, 65.2]}
+    paper = {(10.0, 10.0): [77.7, 79.3, 65.4], (0.1, 1.0): [77.2, 79.0, 65.2], (1.0, 1.0): [77.6, 78.7, 64.8]}
     table = chapter.ablation_table(groups, paper, (10.0, 10.0))
-    assert list(table.index) == ["m = 10, n = 10", "m = 0.1, n = 1"]  # Table 8's (m, n) keys, named
-    assert list(table.index) == [chapter.mn_label(mn) for mn in groups]  # as the notebook names its flagged runs
+    assert list(table.index) == ["m = 10, n = 10", "m = 0.1, n = 1", "m = 1, n = 1"]  # Table 8's (m, n) keys, named
+    assert list(table.index)[:2] == [chapter.mn_label(mn) for mn in groups]  # as the notebook names its flagged runs
+    # the paper's three columns, and its row this call did not run, with ours blank
+    assert (table.loc["m = 0.1, n = 1", "STS-B (paper)"], table.loc["m = 0.1, n = 1", "SICK-R (paper)"]) == (79.0, 65.2)
+    not_run = table.loc["m = 1, n = 1"]
+    assert np.isnan(not_run["STS12-16 (ours)"]) and not_run["STS12-16 minus PaSeR (paper)"] == -0.1
+    assert not_run["seeds"] == "the paper's row, not run"
     assert table.loc["m = 10, n = 10", "STS12-16 (ours)"] == 55.0 and table.loc["m = 10, n = 10", "seeds"] == "42, 43"
     assert table.loc["m = 0.1, n = 1", "STS12-16 minus PaSeR (ours)"] == -5.0
     assert table.loc["m = 0.1, n = 1", "STS12-16 minus PaSeR (paper)"] == -0.5
@@ -485,6 +490,17 @@ def test_an_ablation_table_measures_each_row_from_its_reference_in_ours_and_the_
     pooled = chapter.ablation_table({"avg": [run(42, [50] * 5)], "cls": [run(42, [48] * 5)]},
                                     {"avg": [76.2, 78.3, 65.7], "cls": [77.7, 79.3, 65.4]}, "avg", versus="avg")
     assert pooled.loc["cls", "STS12-16 minus avg (ours)"] == -2.0 and pooled.loc["cls", "STS12-16 minus avg (paper)"] == 1.5
+
+
+def test_over_plm_is_each_runs_sts12_16_minus_the_untrained_plms():
+    from sre_repro.chapters import paser as chapter
+
+    def record(seed, years):
+        return {"seed": seed, "metrics": {"sts": {**dict(zip(["STS12", "STS13", "STS14", "STS15", "STS16"], years)),
+                                                  "STSBenchmark": 0.0, "SICKRelatedness": 0.0}, "stsb_dev_best": 0.0}}
+
+    plm = record(None, [30, 40, 50, 60, 70])  # STS12-16 mean 50; STS-B and SICK-R left out
+    assert chapter.over_plm([record(42, [60] * 5), record(43, [45, 55, 50, 50, 50])], plm) == [10.0, 0.0]
 
 
 def test_the_chapter_declares_its_claims_with_types_and_the_paper_effects():
@@ -497,6 +513,7 @@ def test_the_chapter_declares_its_claims_with_types_and_the_paper_effects():
     assert (tie.type, tie.margin, round(tie.paper_effect, 2)) == ("equivalence", chapter.PARITY_MARGIN, -0.09)
     assert round(claims["paser_four_tasks"].paper_effect, 2) == 2.14 and round(claims["supervised_paser"].paper_effect, 2) == 1.04
     assert round(claims["sr_beats_none"].paper_effect, 1) == 3.9 and round(claims["paser_beats_cmlm"].paper_effect, 2) == 8.94
+    assert round(claims["none_beats_plm"].paper_effect, 1) == 42.4  # Table 4: 73.8 without augmentation, BERT-[CLS] 31.4
     assert {claims[c].type for c in ("alignment_vs_plm", "levels_vs_plm")} == {"geometry"}
     assert all(chapter.DECODER in c.components for cid, c in claims.items()
                if cid not in ("mlm_hurts_simcse", "cls_beats_avg", "paser_beats_cmlm"))

@@ -236,6 +236,15 @@ def test_mean_curve_gap_is_per_seed_the_mean_of_the_curve_differences():
     assert mean_curve_gap(better, worse, "uniformity").tolist() == [0.75, 0.75]
 
 
+def test_share_of_steps_lower_counts_the_shared_steps_where_the_method_lies_below():
+    from sre_repro.chapters.pt_bert import share_of_steps_lower
+    worse = [{"seed": 1, "dev_curve": [{"step": t, "alignment": 0.5} for t in (5, 10, 15, 20)]}]
+    # below at steps 5 and 15, equal at 10 (not below), above at 20; step 25 is not shared
+    better = [{"seed": 1, "dev_curve": [{"step": 5, "alignment": 0.4}, {"step": 10, "alignment": 0.5},
+                                         {"step": 15, "alignment": 0.1}, {"step": 20, "alignment": 0.9}, {"step": 25, "alignment": 0.0}]}]
+    assert share_of_steps_lower(better, worse, "alignment") == {1: 0.5}
+
+
 def test_length_control_matches_each_long_gap_pair_to_the_nearest_gold_short_gap_pair():
     from sre_repro.data.sts import StsPairs
     from sre_repro.evaluate.hard_subset import matched_on_gold

@@ -2,7 +2,7 @@
 through L learnable pseudo tokens, InfoNCE against the momentum keys of this batch and a queue of earlier ones.
 
   Y     the online encoder's states of a sentence (dropout on)
-  P     Embedding(L, d) of the ids 0..L-1: the pseudo sentence, independent of the PLM          (Sec. 3.2)
+  P     Embedding(L, d) of the ids 0..L-1: the pseudo sentence, independent of the PLM          (Sec. 4.2)
   A     ONE attention module, shared W_Q, W_K, W_V (d x d, with bias), softmax(QK^T / sqrt(d_head)) V with
         attention-probability dropout and no output projection, residual or LayerNorm (the official code's
         bare BertSelfAttention, with the PLM's head count: `attention_heads=0`); by default Eq. 2 as written:
@@ -20,8 +20,8 @@ Two readings behind parameters (`shared/notes/official_code.md` Sec. 4):
                  embeddings obtained from the BERT encoder"); pooled: Y is one pooled vector per sentence
                  (the official code), so step 1 has a single key, its softmax is 1, every pseudo row is
                  W_V y + b and P receives no gradient: the pseudo tokens degenerate
-  key_attn_step2 momentum (the paper: the key branch is a momentum copy throughout) | online (the code's
-                 key branch reuses the online A in step 2)
+  key_attn_step2 momentum (the book's reading of Fig. 2: the key branch a momentum copy, its two attentions
+                 "the same") | online (the code's key branch reuses the online A in step 2)
   key_init       copy (MoCo) | random (the code: the key encoder is deep-copied before the weights load)
 `pseudo=False` is MoCo-BERT (the paper's baseline): the same pair of encoders and queue, no P and no A.
 Discrete augmentations of the key view (reorder, duplication, deletion; the code's collator) are MoCo's
@@ -57,7 +57,7 @@ class Params:
     temperature: float = 0.05
     pseudo: bool = True               # False: MoCo-BERT (no pseudo tokens, no attention)
     pseudo_length: int = 128          # L
-    queue_keys: int = 256             # keys of earlier batches kept as negatives (the paper's queue of 256)
+    queue_keys: int = 256             # keys of earlier batches queued besides this batch's (the code's 4 x 64)
     momentum: float = 0.885           # beta
     y_source: str = "tokens"          # tokens (the paper) | pooled (the official code: one vector, degenerate)
     h_pool: str = "avg"               # how h's rows are pooled when y_source=tokens: avg (masked) | cls
@@ -273,7 +273,7 @@ class PTBERT(Method):
         from ..evaluate.hard_subset import evaluate_hard_subset
 
         final = super().finish()
-        # Table 5c at the paper's thresholds, as many pairs per year as the scale scores per STS subset
+        # Table 5c at the default thresholds (the paper's gaps, gold cut 2.5), as many pairs per year as the scale scores per STS subset
         final["hard_subset"] = evaluate_hard_subset(self.encode, self.data_dir, self.cfg["eval_max_pairs"])
         if self.cfg["pseudo"]:
             final["pseudo_attention"] = self.pseudo_attention([s for pair in PROBE_PAIRS for s in pair])
