@@ -334,6 +334,11 @@ def curves(runs: dict[str, dict], *keys: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def on_gpu(record: dict) -> bool:
+    """Whether a record was computed on a GPU (its `hardware` names a CUDA device)."""
+    return bool((record.get("hardware") or {}).get("cuda"))
+
+
 def total_minutes(*groups) -> float:
     """Measured minutes behind a chapter with nothing cached, on a CPU: the wall time of every distinct run and
     evaluation it shows (records nested in lists or dicts; each counted once). A run computed on a GPU (its record
@@ -356,9 +361,6 @@ def total_minutes(*groups) -> float:
 
     def keys(record):  # the finer key first: the same kind at the same evaluation interval
         return [(record.get("kind"), (record.get("config") or {}).get("eval_steps")), record.get("kind")]
-
-    def on_gpu(record):
-        return bool((record.get("hardware") or {}).get("cuda"))
 
     rates: dict = {}
     for record in seen.values():

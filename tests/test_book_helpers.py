@@ -282,6 +282,7 @@ def test_total_minutes_counts_each_record_once():
     assert book.total_minutes([cpu, gpu]) == pytest.approx((600 + 50 * 6) / 60)
     assert book.total_minutes([cpu, fine, {**gpu, "config": {"eval_steps": 5}}]) == pytest.approx((600 + 900 + 50 * 9) / 60)
     assert book.total_minutes([gpu]) == pytest.approx(9 / 60)  # no CPU run of its kind: its own time
+    assert [book.on_gpu(r) for r in (cpu, gpu, {**cpu, "hardware": {"cuda": None, "cpu_count": 2}})] == [False, True, False]
 
 
 def test_the_byop_chapter_at_paper_scale_on_bert_base_is_a_valid_call():

@@ -13,6 +13,7 @@ from ..claims import Claim
 from ..config import resolve
 from ..errors import SreError
 from ..evaluate.cached import cached
+from ..evaluate.hard_subset import YEARS
 
 # The cpu edition runs the ends of each grid that the claims need; the list parameters run the rest.
 GRIDS = {
@@ -131,8 +132,7 @@ def decoder_check(run: dict, data_dir=None, force: bool = False, allow_stale: bo
 
 def ablation_row(runs: list[dict]) -> list[float]:
     """[STS12-16 average, STS-B, SICK-R, STS-B dev (kept)] of a group of runs (mean over them)."""
-    years = ["STS12", "STS13", "STS14", "STS15", "STS16"]
-    return [float(np.mean([np.mean([r["metrics"]["sts"][y] for y in years]) for r in runs])),
+    return [float(np.mean([np.mean([r["metrics"]["sts"][y] for y in YEARS]) for r in runs])),
             float(np.mean([r["metrics"]["sts"]["STSBenchmark"] for r in runs])),
             float(np.mean([r["metrics"]["sts"]["SICKRelatedness"] for r in runs])),
             float(np.mean([r["metrics"]["stsb_dev_best"] for r in runs]))]
@@ -396,8 +396,7 @@ def sts12_16_by_seed(group: list[dict]) -> dict[int, float]:
 def over_plm(group: list[dict], plm_record: dict) -> list[float]:
     """Per run, its STS12-16 average minus the untrained PLM's (`plm_record`: book.raw_counterpart's evaluation
     with the pooler the runs are tested with): Table 4's (i), a trained row against the PLM it started from."""
-    years = ["STS12", "STS13", "STS14", "STS15", "STS16"]
-    plm = float(np.mean([plm_record["metrics"]["sts"][y] for y in years]))
+    plm = float(np.mean([plm_record["metrics"]["sts"][y] for y in YEARS]))
     return [value - plm for value in sts12_16_by_seed(group).values()]
 
 

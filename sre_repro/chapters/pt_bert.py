@@ -180,18 +180,22 @@ def as_h(run: dict) -> dict:
     return {**run, "dev_curve": curve}
 
 
+def seed_matched_curve_differences(better: list[dict], worse: list[dict], metric: str) -> dict[int, np.ndarray]:
+    """Per seed of `better`, `worse`'s minus `better`'s `metric` at each evaluation step both runs share."""
+    by_seed = {r["seed"]: r for r in worse}
+    return {r["seed"]: np.asarray(report.curve_differences(r, by_seed[r["seed"]], metric)) for r in better}
+
+
 def mean_curve_gap(better: list[dict], worse: list[dict], metric: str) -> np.ndarray:
     """Per seed, `worse`'s minus `better`'s `metric` averaged over the evaluation steps both runs share
     (Figure 3's "lower at almost every step", as one number per seed; runs matched by seed)."""
-    by_seed = {r["seed"]: r for r in worse}
-    return np.array([np.mean(report.curve_differences(r, by_seed[r["seed"]], metric)) for r in better])
+    return np.array([np.mean(gaps) for gaps in seed_matched_curve_differences(better, worse, metric).values()])
 
 
 def share_of_steps_lower(better: list[dict], worse: list[dict], metric: str) -> dict[int, float]:
     """Per seed, the share of the shared evaluation steps at which `better`'s `metric` lies below `worse`'s
     (Sec. 4.4's "in almost all the training steps" read literally, beside the mean gap)."""
-    by_seed = {r["seed"]: r for r in worse}
-    return {r["seed"]: float(np.mean(report.curve_differences(r, by_seed[r["seed"]], metric) > 0)) for r in better}
+    return {seed: float(np.mean(gaps > 0)) for seed, gaps in seed_matched_curve_differences(better, worse, metric).items()}
 
 
 def effects_over_simcse(runs: dict[str, list[dict]]) -> pd.DataFrame:

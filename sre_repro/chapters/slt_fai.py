@@ -244,7 +244,7 @@ def at_training_table(runs: dict[str, dict], checks: dict[str, dict]) -> pd.Data
                       "engaged": "yes" if engaged else "no", "AT loss (kept interval)": round(kept["loss_at"], 3),
                       "constant guess": round(guess, 3),
                       "frequency probe on the token states": round(run["metrics"]["frequency"]["tokens"]["probe_accuracy"], 3),
-                      "check's weights": "a CPU retrain (record on GPU)" if (run.get("hardware") or {}).get("cuda") else "the run's"}
+                      "check's weights": "a CPU retrain (record on GPU)" if book.on_gpu(run) else "the run's"}
     return pd.DataFrame(rows).T
 
 
