@@ -34,7 +34,7 @@ HARD_THRESHOLDS = {"default": {}, "strict": {"positive_min": 4.0, "negative_max"
 
 SECONDARY_SEEDS = 3  # MoCo-BERT's augmentations, Tables 2, 5a and 5b: the protocol's fewest for a claim that is not a headline
 # The seeds whose kept weights the committed cpu records test again (strict hard subset, length control, testing
-# with h): the device retrain that reproduced their runs' records exactly had time for these two (the notebook's note)
+# with h): fill_records computes these tests in the run's own process at these two seeds (the notebook's note)
 KEPT_WEIGHT_SEEDS = {"cpu": [45, 46]}
 
 
