@@ -58,9 +58,11 @@ def wanted() -> list[dict]:
                      {"byop": "dynamic", "perturbation": "n-", "dynamic_margin_axis": "anchor"}):
         jobs.extend({"method": "rankcse", "scale": "cpu", "seed": s, **settings, **teachers[s]} for s in S3)
     # issue 34: PT-BERT's rows (both readings and MoCo at the headline's seeds), its grids, SimCSE's lengths
+    headline = pt_bert.HEADLINE_SEEDS["cpu"]  # SimCSE's row too, seed-matched
+    add("simcse", headline)
     for name, overrides in pt_bert.variants(["reorder", "duplication", "deletion"]).items():
         # the headline's kept-weight seeds: strict thresholds, the length control, the test with h
-        add("pt_bert", S3 if name.startswith("MoCo-BERT +") else S5, checks=["pt_bert"] * (name == "PT-BERT"), **overrides)
+        add("pt_bert", S3 if name.startswith("MoCo-BERT +") else headline, checks=["pt_bert"] * (name == "PT-BERT"), **overrides)
     for n in (64, 90, 256, 360):
         add("pt_bert", S3, pseudo_length=n)
     for q in (192, 320):

@@ -216,14 +216,15 @@ def pending_cap(method: str, scale: str) -> str:
 PROTOCOL_SEEDS = {"cpu": [42, 43, 44, 45, 46]}
 
 
-def seeds(scale: str, chosen=None) -> list[int]:
-    """The seeds a chapter trains: `chosen`, else the edition's (PROTOCOL_SEEDS under the converged cpu recipe); the
-    first of them alone in quick mode."""
+def seeds(scale: str, chosen=None, protocol: dict[str, list[int]] | None = None) -> list[int]:
+    """The seeds a chapter trains: `chosen`, else the edition's (under the converged cpu recipe PROTOCOL_SEEDS, or
+    the chapter's own `protocol` where its headline needs more to see the paper's effect); the first of them alone
+    in quick mode."""
     from .config import cpu_recipe_in_force, quick_mode
 
     _check_scale(scale)
     chosen = as_list(chosen, "seeds")
-    protocol_seeds = PROTOCOL_SEEDS.get(scale) if cpu_recipe_in_force() == "converged" else None
+    protocol_seeds = (protocol or PROTOCOL_SEEDS).get(scale) if cpu_recipe_in_force() == "converged" else None
     chosen = chosen or list(protocol_seeds or EDITION[scale]["seeds"])
     return chosen[:1] if quick_mode() else chosen
 

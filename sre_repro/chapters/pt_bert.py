@@ -32,6 +32,9 @@ MOCO = {"pseudo": False, "y_source": "pooled"}
 HARD_THRESHOLDS = {"default": {}, "strict": {"positive_min": 4.0, "negative_max": 1.0, "negative_inclusive": True}}
 
 
+# The headline rows' seeds at cpu: six, because at five the seeds' spread let PT-BERT minus SimCSE detect 1.63
+# points, above the paper's 1.49, and the protocol's power rule asked for six (at least 5, at most 10)
+HEADLINE_SEEDS = {"cpu": [42, 43, 44, 45, 46, 47]}
 SECONDARY_SEEDS = 3  # MoCo-BERT's augmentations, Tables 2, 5a and 5b: the protocol's fewest for a claim that is not a headline
 # The seeds whose kept weights the committed cpu records test again (strict hard subset, length control, testing
 # with h): fill_records computes these tests in the run's own process at these two seeds (the notebook's note)
