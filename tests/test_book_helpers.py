@@ -107,6 +107,10 @@ def test_list_parameters_given_as_text_by_papermill_are_read_as_lists():
     assert book.seeds("cpu", "") == book.PROTOCOL_SEEDS["cpu"] == [42, 43, 44, 45, 46]  # the protocol's: five
     with config.cpu_recipe("fixed-budget"):
         assert book.seeds("cpu", "") == [42, 43, 44]  # a chapter not yet recomputed keeps its three
+        assert book.seeds("cpu", "", {"cpu": [1, 2]}) == [42, 43, 44]
+    # a chapter whose headline needs more seeds names its own; a seed list given still wins
+    assert book.seeds("cpu", "", {"cpu": [1, 2]}) == [1, 2] and book.seeds("cpu", "[7]", {"cpu": [1, 2]}) == [7]
+    assert book.seeds("smoke", "", {"cpu": [1, 2]}) == [42, 43]
     assert byop_chapter.grid("byopd_perturbations", "cpu", "['n-', 'p+']") == ["n-", "p+"]
     with pytest.raises(book.SreError, match="thetas must be a list"):
         book.as_list("0.1", "thetas")
