@@ -163,8 +163,9 @@ def claim_verdict(differences, claim_type: str, margin: float | None = None, lev
                 f"reversed (differs by more than ±{margin:g})" if low > margin or high < -margin else
                 f"not shown (within ±{margin:g})")
         return {"mean": mean, "n": n, "interval": (low, high), "p": p, "margin": margin, "verdict": word}
-    word = ("holds (does not hurt)" if low > -margin else
-            f"reversed (hurts by more than {margin:g})" if high < -margin else "not shown")
+    # the words name the bound, not "hurt": a "does not help" claim tests the reference minus the method
+    word = (f"holds (lower bound above -{margin:g})" if low > -margin else
+            f"reversed (upper bound below -{margin:g})" if high < -margin else "not shown")
     return {"mean": mean, "n": n, "lower bound": low, "margin": margin, "verdict": word}
 
 

@@ -161,15 +161,15 @@ def scale_banner(scale: str, cfg: dict | None = None, seeds=None, extra: str = "
         parts.append(f"QUICK MODE, a class run: one seed{f', every run capped at {cap} steps' if cap else ''}, headline "
                      "rows only; not this edition's numbers, and no verdict")
     if cfg:
-        steps = cfg["max_steps"] or f"{cfg['epochs']} epoch(s)"
         head = f", added modules lr {cfg['head_lr']}" if cfg.get("head_lr") not in (None, 0.0, cfg["lr"]) else ""
 
-        def each(key):  # one value, or each method's where the table's methods differ
-            values = {c.get("method"): c[key] for c in (cfg, *also)}
-            return (f"{cfg[key]}" if len(set(values.values())) == 1 else
+        def each(key, read=lambda c, key: c[key]):  # one value, or each method's where the table's methods differ
+            values = {c.get("method"): read(c, key) for c in (cfg, *also)}
+            return (f"{read(cfg, key)}" if len(set(values.values())) == 1 else
                     ", ".join(f"{method} {value}" for method, value in values.items()))
-        parts.append(f"model {cfg['model_name']}, {each('train_data')}, {steps} steps x batch {cfg['batch_size']}, "
-                     f"max_len {cfg['max_len']}, lr {each('lr')}{head}, {cfg['precision']}")
+        steps = each("max_steps", lambda c, key: f"{c[key]} steps" if c[key] else f"{c['epochs']} epoch(s)")
+        parts.append(f"model {cfg['model_name']}, {each('train_data')}, {steps} x batch {cfg['batch_size']}, "
+                     f"max_len {each('max_len')}, lr {each('lr')}{head}, {cfg['precision']}")
         if cfg.get("patience") and not quick:  # the cap is a cap: the rule stops the run (the cpu recipe's convergence study)
             parts.append(f"stops when {cfg['patience']} evaluations (every {cfg['eval_steps']} steps) gain no more "
                          f"than {cfg['min_delta']:g} on STS-B dev")

@@ -78,7 +78,7 @@ def test_parity_and_does_not_hurt_claims_test_against_their_margin():
     assert judge(parity, [0.1, -1.9, 1.5, 0.0, 0.1], [_run(s) for s in range(5)])["verdict"] == "not shown (within ±1)"
     harmless = Claim("harmless", "X does not hurt", "non-inferiority", "X - Y", paper_effect=0.0, margin=0.5)
     row = judge(harmless, [-0.1, 0.0, 0.1, -0.05, 0.05], [_run(s) for s in range(5)])
-    assert row["verdict"] == "holds (does not hurt)" and row["interval"].endswith("∞)")
+    assert row["verdict"] == "holds (lower bound above -0.5)" and row["interval"].endswith("∞)")
     with pytest.raises(ValueError, match="states its margin"):
         Claim("bad", "X matches Y", "equivalence", "X - Y", paper_effect=0.0)
 

@@ -137,7 +137,7 @@ def test_non_inferiority_is_the_one_sided_lower_bound_above_minus_the_margin():
     worse = [x - 1 for x in d]
     mean, se, df = _hand(worse)
     assert mean + stats.t.ppf(0.95, df) * se < -0.3
-    assert protocol.claim_verdict(worse, "non-inferiority", margin=0.3)["verdict"] == "reversed (hurts by more than 0.3)"
+    assert protocol.claim_verdict(worse, "non-inferiority", margin=0.3)["verdict"] == "reversed (upper bound below -0.3)"
     assert protocol.claim_verdict([x - 0.3 for x in d], "non-inferiority", margin=0.3)["verdict"] == "not shown"
 
 

@@ -50,6 +50,11 @@ def test_banner_names_each_methods_poolers_and_collapse_is_flagged_in_verdicts()
     assert "stops when 10 evaluations (every 20 steps) gain no more than 0 on STS-B dev" in ruled and "fixed" not in ruled
     both = scale_banner("cpu", cfg, [42], also=[simcse, simcse])
     assert "pooler: sarcse Z (SARCSE's CNN) in training, Z (SARCSE's CNN) at test; simcse avg in training, avg at test" in both
+    assert "100 steps x batch 64, max_len 32, lr 0.0001, added modules" in both  # shared values once
+    # a table of methods with their own caps and lengths names each method's
+    longer = scale_banner("cpu", {**cfg, "max_steps": 1200, "max_len": 64}, [42], also=[simcse])
+    assert "sarcse 1200 steps, simcse 100 steps x batch 64, max_len sarcse 64, simcse 32," in longer
+    assert "sarcse 1 epoch(s), simcse 100 steps x batch" in scale_banner("cpu", {**cfg, "max_steps": None, "epochs": 1}, also=[simcse])
     runs = [{"seed": s, "metrics": {"geometry": {"anisotropy": a}}} for s, a in ((42, COLLAPSE_ANISOTROPY + 0.01), (43, 0.3))]
     claim = {"claim": "x", "verdict": "holds at this scale"}
     assert flag_collapsed(claim, runs)["verdict"] == "holds at this scale; rests on 1 COLLAPSED run(s) (seed 42)"
