@@ -296,3 +296,17 @@ def test_h_test_scores_h_as_a_direct_one_sentence_at_a_time_computation(monkeypa
     assert result["encoder"]["sts"]["STSBenchmark"] == pytest.approx(encoder, abs=0.05)
     assert abs(h - encoder) > 0.05  # two embeddings, two scores: the test tells them apart
     assert set(result["h"]["hard_subset"]) == {"STS12", "STS13", "STS14", "STS15", "STS16", "avg"}
+
+
+def test_the_loss_is_compared_from_the_first_interval_wholly_after_the_queue_filled():
+    from sre_repro.chapters.pt_bert import loss_table, queue_full_step
+    cfg = {"batch_size": 64, "queue_keys": 256, "eval_steps": 5}
+    assert queue_full_step(cfg) == 5  # four batches of 64 enqueued before step 5
+    curve = [{"step": 5, "loss": 0.5}, {"step": 10, "loss": 0.2}, {"step": 15, "loss": 0.1}, {"step": 20, "loss": 0.05}]
+    run = {"seed": 42, "config": cfg, "dev_curve": curve, "metrics": {"best_step": 15}, "training": {"loss_kept": 9.0}}
+    table = loss_table({"PT-BERT": [run]})
+    row = table.loc["PT-BERT (seed 42)"]
+    # steps 1-5 include the empty-queue steps 1-4; steps 6-10 is the first interval wholly after (shown as a step)
+    assert row["first full-queue interval ends at step"] == 10 and table["first full-queue interval ends at step"].dtype.kind == "i"
+    assert row["loss there"] == 0.2 and row["loss at the kept step"] == 0.1 and row["fell (%)"] == 50.0
+    assert row["trivial (ln candidates)"] == round(np.log(320), 4)  # shown to four places

@@ -112,7 +112,7 @@ def loss_like_with_like(run: dict) -> dict:
     curve = run["dev_curve"]  # a run too short for a full interval (smoke) reads its last one
     first = next((p for p in curve if p["step"] - cfg["eval_steps"] + 1 >= full), curve[-1])
     kept = next((p["loss"] for p in curve if p["step"] == run["metrics"]["best_step"]), run["training"]["loss_kept"])
-    return {"first step with a full queue": first["step"], "loss there": first["loss"], "loss at the kept step": kept,
+    return {"first full-queue interval ends at step": int(first["step"]), "loss there": first["loss"], "loss at the kept step": kept,
             "trivial (ln candidates)": float(np.log(cfg["batch_size"] + cfg["queue_keys"]))}
 
 
@@ -125,7 +125,7 @@ def loss_table(groups: dict[str, list[dict]]) -> pd.DataFrame:
             fell = 1 - loss["loss at the kept step"] / loss["loss there"]
             rows[f"{name} (seed {r['seed']})"] = {**{k: round(v, 4) if isinstance(v, float) else v for k, v in loss.items()},
                                                   "fell (%)": round(100 * fell, 1)}
-    return pd.DataFrame(rows).T
+    return pd.DataFrame.from_dict(rows, orient="index")
 
 
 def encoder_change(groups: dict[str, list[dict]], plm_dev: float) -> pd.DataFrame:
