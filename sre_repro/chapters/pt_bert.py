@@ -191,7 +191,7 @@ def seed_matched_curve_differences(better: list[dict], worse: list[dict], metric
 
 def mean_curve_gap(better: list[dict], worse: list[dict], metric: str) -> np.ndarray:
     """Per seed, `worse`'s minus `better`'s `metric` averaged over the evaluation steps both runs share
-    (Figure 3's "lower at almost every step", as one number per seed; runs matched by seed)."""
+    (Figure 3's reading, Sec. 4.4's "in almost all the training steps", as one number per seed; runs matched by seed)."""
     return np.array([np.mean(gaps) for gaps in seed_matched_curve_differences(better, worse, metric).values()])
 
 
