@@ -159,9 +159,11 @@ def claim_verdict(differences, claim_type: str, margin: float | None = None, lev
         p_low = float(stats.t.sf((mean + margin) / se, df)) if se > 0 else float(mean <= -margin)
         p_high = float(stats.t.cdf((mean - margin) / se, df)) if se > 0 else float(mean >= margin)
         p = max(p_low, p_high)
+        # "not shown" names the margin, not "within" it (its interval leaves the margin on at least one side), and
+        # says when that interval excludes 0: the seeds then saw a difference, only not one beyond the margin
         word = (f"holds (within ±{margin:g})" if p < level else
                 f"reversed (differs by more than ±{margin:g})" if low > margin or high < -margin else
-                f"not shown (within ±{margin:g})")
+                f"not shown (margin ±{margin:g}" + ("; the interval excludes 0)" if low > 0 or high < 0 else ")"))
         return {"mean": mean, "n": n, "interval": (low, high), "p": p, "margin": margin, "verdict": word}
     # the words name the bound, not "hurt": a "does not help" claim tests the reference minus the method
     word = (f"holds (lower bound above -{margin:g})" if low > -margin else

@@ -75,7 +75,7 @@ def test_flagged_runs_names_each_run_no_verdict_may_rest_on():
 def test_parity_and_does_not_hurt_claims_test_against_their_margin():
     parity = Claim("parity", "X matches Y", "equivalence", "X - Y", paper_effect=-0.1, margin=1.0)
     assert judge(parity, [0.1, -0.2, 0.05, 0.0, 0.1], [_run(s) for s in range(5)])["verdict"] == "holds (within ±1)"
-    assert judge(parity, [0.1, -1.9, 1.5, 0.0, 0.1], [_run(s) for s in range(5)])["verdict"] == "not shown (within ±1)"
+    assert judge(parity, [0.1, -1.9, 1.5, 0.0, 0.1], [_run(s) for s in range(5)])["verdict"] == "not shown (margin ±1)"
     harmless = Claim("harmless", "X does not hurt", "non-inferiority", "X - Y", paper_effect=0.0, margin=0.5)
     row = judge(harmless, [-0.1, 0.0, 0.1, -0.05, 0.05], [_run(s) for s in range(5)])
     assert row["verdict"] == "holds (lower bound above -0.5)" and row["interval"].endswith("∞)")

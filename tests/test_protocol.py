@@ -122,7 +122,9 @@ def test_equivalence_is_two_one_sided_tests_against_the_margin():
     assert 0.5 < low < 1.0 < high
     assert protocol.claim_verdict(DIFFS, "equivalence", margin=0.5)["verdict"] == "reversed (differs by more than ±0.5)"
     assert protocol.claim_verdict([-x for x in DIFFS], "equivalence", margin=0.5)["verdict"].startswith("reversed")
-    assert protocol.claim_verdict(DIFFS, "equivalence", margin=1.0)["verdict"] == "not shown (within ±1)"
+    assert protocol.claim_verdict(DIFFS, "equivalence", margin=1.0)["verdict"] == "not shown (margin ±1; the interval excludes 0)"
+    straddling = [0.3, -0.4, 0.5, -0.2, 0.1]  # a 90 % interval across 0 that leaves a ±0.3 margin
+    assert protocol.claim_verdict(straddling, "equivalence", margin=0.3)["verdict"] == "not shown (margin ±0.3)"
     with pytest.raises(ValueError, match="margin"):
         protocol.claim_verdict(small, "equivalence")
 

@@ -229,6 +229,19 @@ def test_paper_gains_and_the_hard_subset_of_a_record():
         chapter.hard_subset(record, thresholds="loose")
 
 
+def test_effects_over_simcse_subtract_simcse_on_each_rows_own_seeds():
+    from sre_repro.chapters.pt_bert import effects_over_simcse
+
+    def run(seed, avg):
+        return {"seed": seed, "metrics": {"sts": {"avg": avg}}}
+    simcse = [run(42, 50.0), run(43, 52.0), run(44, 54.0), run(45, 70.0)]  # seed 45 would pull a six-seed mean up
+    table = effects_over_simcse({"SimCSE": simcse, "MoCo-BERT + reorder": [run(42, 51.0), run(43, 51.0), run(44, 51.0)]})
+    row = table.loc["MoCo-BERT + reorder"]
+    assert row["ours: minus SimCSE"] == pytest.approx(((51 - 50) + (51 - 52) + (51 - 54)) / 3)
+    assert row["paper: minus SimCSE"] == pytest.approx(73.78 - 76.25)
+    assert row["our seeds (SimCSE's the same)"] == "42, 43, 44"
+
+
 def test_mean_curve_gap_is_per_seed_the_mean_of_the_curve_differences():
     from sre_repro.chapters.pt_bert import mean_curve_gap
     worse = [{"seed": s, "dev_curve": [{"step": 10, "uniformity": -1.0 + s}, {"step": 20, "uniformity": -2.0 + s}]} for s in (1, 2)]
