@@ -80,7 +80,7 @@ def readable_mode() -> int:
 # eval_steps steps, a stop once patience evaluations (200 steps) bring no gain, a cap of 600 steps (1200 where the
 # longer run gained); a method whose run kept its first evaluation (at the study's seed, or any of its runs on the
 # same schedule at another seed of the protocol) is evaluated every 5 steps. "fixed-budget": the
-# recipe before that study (100 steps, no stopping rule), in force in the chapters not yet recomputed under it
+# recipe before that study (100 steps, no stopping rule), in force only in the appendix's own first study
 # (book.CHAPTER_RECIPES), whose records were computed with it. The recipe in force: config.use_cpu_recipe.
 _CONVERGED = {"max_steps": 600, "eval_steps": 20, "patience": 10, "min_delta": 0.0}
 _EVERY_5 = {"eval_steps": 5, "patience": 40}

@@ -114,8 +114,8 @@ def test_the_study_picks_on_dev_and_prefers_the_cheaper_on_ties():
 
 def test_the_cpu_recipes_equal_what_the_committed_studies_chose(monkeypatch):
     """The committed records (results/) decide both cpu recipes: the convergence study the converged one (every
-    preset of every method follows it), the earlier fixed-budget study the recipe the chapters not yet recomputed
-    keep. Read them and choose as the appendix does."""
+    preset of every method follows it, a cap still waiting for its chapter's runs aside), the earlier fixed-budget
+    study the recipe of its own runs. Read them and choose as the appendix does."""
     from sre_repro import config
     from sre_repro.chapters import recipe
     monkeypatch.setenv("SRE_REPRO_RESULTS", str(runs.REPO_ROOT / "results"))  # read only
@@ -147,7 +147,7 @@ def test_the_pending_recipe_is_the_converged_one_at_each_waiting_methods_chosen_
     from sre_repro.chapters import recipe
     from sre_repro.settings import CPU_RECIPES
 
-    assert CAPS_PENDING and set(CPU_RECIPES["pending"]) == set(CPU_RECIPES["converged"])
+    assert set(CPU_RECIPES["pending"]) == set(CPU_RECIPES["converged"])  # with no cap waiting, the same recipe
     for method in CPU_RECIPES["converged"]:
         base = {"method": method, "scale": "cpu"}
         converged, pending = resolve(overrides=base, recipe="converged"), resolve(overrides=base, recipe="pending")
@@ -155,6 +155,8 @@ def test_the_pending_recipe_is_the_converged_one_at_each_waiting_methods_chosen_
         assert pending == want, method
     slt = resolve(overrides={"method": "slt_fai", "scale": "cpu"}, recipe="pending")
     assert slt["aux_warmup_steps"] == round(0.05 * slt["max_steps"])  # its share, wherever its cap stands
+    assert recipe.at_cap({"method": "slt_fai", "scale": "cpu"}, 2400) == {"method": "slt_fai", "scale": "cpu", "max_steps": 2400,
+                                                                          "aux_warmup_steps": 120}
     simcse_block = {"method": "slt_fai", "scale": "cpu", "backbone": "simcse"}
     assert resolve(overrides=simcse_block, recipe="pending") == resolve(overrides=simcse_block, recipe="converged")
 

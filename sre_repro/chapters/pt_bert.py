@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import book, report
+from .. import book, claims, report
 from ..claims import Claim, left_the_plm
 from ..config import resolve
 from ..errors import SreError
@@ -207,16 +207,15 @@ def effects_over_simcse(runs: dict[str, list[dict]]) -> pd.DataFrame:
     from ..papers.pt_bert import TABLE3
 
     paper_rows = {"PT-BERT": "PT-BERT-base", "MoCo-BERT": "MoCo", **{f"MoCo-BERT + {k}": f"MoCo+{k}" for k in ("reorder", "duplication", "deletion")}}
-    simcse = {r["seed"]: r["metrics"]["sts"]["avg"] for r in runs["SimCSE"]}
+    simcse = claims.by_seed(runs["SimCSE"])
     rows = {}
     for name, group in runs.items():
         if name == "SimCSE":
             continue
-        matched = [r for r in group if r["seed"] in simcse]
-        paper = TABLE3.get(paper_rows.get(name, ""))
-        rows[name] = {"ours: minus SimCSE": round(float(np.mean([r["metrics"]["sts"]["avg"] - simcse[r["seed"]] for r in matched])), 2),
+        ours, paper = claims.by_seed(group), TABLE3.get(paper_rows.get(name, ""))
+        rows[name] = {"ours: minus SimCSE": round(float(np.mean(claims.matched(ours, simcse))), 2),
                       "paper: minus SimCSE": np.nan if paper is None else round(paper[-1] - TABLE3["SimCSE-BERT-base"][-1], 2),
-                      "our seeds (SimCSE's the same)": ", ".join(str(r["seed"]) for r in matched)}
+                      "our seeds (SimCSE's the same)": ", ".join(str(s) for s in sorted(set(ours) & set(simcse)))}
     return pd.DataFrame(rows).T
 
 

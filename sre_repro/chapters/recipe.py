@@ -2,8 +2,8 @@
 from sre-bert, and which learning rate lets the modules a method adds train, chosen on STS-B dev only.
 
 The fixed-budget study: SimCSE at seed 42 over lr x steps (linear decay to 0 over each run's own length, dev every
-20 steps), then each added-module method's `head_lr` at the chosen lr and steps; its choices are the recipe the
-chapters not yet recomputed keep (settings.CPU_RECIPES["fixed-budget"]). The convergence study (STUDY onwards): every
+20 steps), then each added-module method's `head_lr` at the chosen lr and steps; its choices are the fixed-budget
+recipe (settings.CPU_RECIPES["fixed-budget"]), which only this study's own runs still train under. The convergence study (STUDY onwards): every
 method's lr, head_lr, cap and evaluation interval under a stopping rule it also chooses; its choices are the
 converged recipe (settings.CPU_RECIPES["converged"]).
 """
