@@ -19,6 +19,7 @@ added module (and the PLM) moved from its starting weights, ||W - W0|| / ||W0||,
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import pickle
@@ -222,6 +223,7 @@ def _setup(cfg: dict, device: str, data_dir, work_root, force: bool) -> _Run:
                start_weights={name: _flat_weights(module) for name, module in watched.items()},
                work=runs.work_dir(work_root) / kind / runs.config_hash(cfg), origin=checkpoint_origin(kind, cfg),
                started=started, wall_before=0.0,
+               start_provenance={name: dep.kept_weights for name, dep in dependencies.items()},
                state={"step": 0, "curve": [], "best": -math.inf, "best_step": 0, "train_seconds": 0.0,
                       "first_terms": {}, "interval_terms": {}, "interval_steps": 0})
     run.work.mkdir(parents=True, exist_ok=True)
@@ -349,8 +351,8 @@ def _finish(run: _Run, results_root) -> dict:
                                            method.term_weights(), list(run.watched)),
               "convergence": protocol.convergence(state["curve"], state["best_step"], run.total, cfg["patience"],
                                                   cfg["min_delta"], method.selection_metric)}
-    if starts := starts_from(cfg, results_root):
-        result["starts_from"] = starts
+    if starts := starts_from(cfg, results_root):  # with which weights of each: the record's, or a sibling
+        result["starts_from"] = {name: {**start, "weights": run.start_provenance.get(name)} for name, start in starts.items()}
     record = runs.save(cfg["method"], cfg, result, results_root)
     distributed.barrier()
     return record
@@ -424,38 +426,74 @@ def kept_checkpoint(overrides: dict, data_dir=None) -> Path:
     """The file of the run's kept (best STS-B dev) weights, cached under work/models/ and keyed by the run's
     config, computation and PLM weights and by the content of the best.pt it was copied from (so a run retrained
     with --force never serves an older copy): copied from the run's own finished training where this machine has
-    it (work/<method>/<config>/), else trained once through this loop (deterministic on the CPU, so these are the
-    weights that produced the run's record; a record computed on a GPU gets a sibling: the arithmetic differs, so
-    the retrain may keep another step, and it says so)."""
+    it (work/<method>/<config>/), else trained once through this loop. A retrain gives the record's weights only
+    where it keeps the record's step with the record's score: another machine rounds differently (a GPU's
+    arithmetic, or another CPU's), so its retrain may be a sibling that keeps another step. Beside the file, what
+    the weights are (`kept_weights`) is written, and a sibling is announced."""
     cfg = resolve(overrides=overrides)
     kind = cfg["method"]
     key = hashlib.sha256(repr(sorted(checkpoint_origin(kind, cfg).items())).encode()).hexdigest()[:16]
     stem, work = f"{kind}-{runs.config_hash(cfg)}-{key}", runs.work_dir() / kind / runs.config_hash(cfg)
     models = runs.work_dir() / "models"
-    if not _finished_here(kind, cfg, work):
+    record = runs.read(kind, cfg)
+    if _finished_here(kind, cfg, work, record):
+        kept = record
+    else:
         if copies := sorted(models.glob(f"{stem}-*.pt"), key=lambda f: f.stat().st_mtime_ns):
             return copies[-1]  # the copy of the latest training this machine finished
         print(f"sre-repro: training {kind} seed {cfg['seed']} once for its weights (kept in {models})", file=sys.stderr)
-        if (gpu := ((runs.read(kind, cfg) or {}).get("hardware") or {}).get("cuda")) and not torch.cuda.is_available():
-            print(f"sre-repro: its record was computed on {gpu}: these CPU weights are a sibling of the record's, "
-                  "not the same (the arithmetic differs)", file=sys.stderr)
         with tempfile.TemporaryDirectory() as results:  # only the weights are wanted, not another record
-            train(overrides, data_dir=data_dir, results_root=results)
+            kept = train(overrides, data_dir=data_dir, results_root=results)
+    provenance = weights_provenance(kept, record)
+    if not provenance["same"]:
+        print(f"sre-repro: {describe_weights(provenance)}", file=sys.stderr)
     best = work / "best.pt"
     saved = models / f"{stem}-{runs.files_hash([best])}.pt"
     if not saved.exists():
         models.mkdir(parents=True, exist_ok=True)
+        runs.write_json_atomic(saved.with_suffix(".json"), provenance)
         tmp = saved.with_name(f".{saved.name}.{os.getpid()}.tmp")
         shutil.copyfile(best, tmp)
         tmp.replace(saved)
     return saved
 
 
-def _finished_here(kind: str, cfg: dict, work: Path) -> bool:
-    """Whether this machine's checkpoints of the run are those of its current record: the finished training
+def weights_provenance(kept: dict, record: dict | None) -> dict:
+    """What a run's kept weights are, from the training that made them (`kept`, a record) and the run's record:
+    the kept step and dev score of each, the hardware that trained them, and whether they are the record's (the
+    same step and score; a retrain without a record to compare counts as its own)."""
+    def summary(r):
+        return {"best_step": r["metrics"].get("best_step"), "dev": r["metrics"].get("stsb_dev_best"),
+                "hardware": (r.get("hardware") or {}).get("cuda") or "CPU"}
+
+    weights, of_record = summary(kept), summary(record) if record is not None else None
+    same = of_record is None or kept is record or (
+        weights["best_step"] == of_record["best_step"] and weights["dev"] is not None and of_record["dev"] is not None
+        and abs(weights["dev"] - of_record["dev"]) < 1e-6)
+    return {"same": same, "weights": weights, "record": of_record}
+
+
+def describe_weights(provenance: dict | None) -> str:
+    """One phrase for a `weights_provenance` (None: not recorded)."""
+    if provenance is None:
+        return "weights not recorded (an evaluation older than the record of its weights)"
+    if provenance["same"]:
+        return "the run's own kept weights"
+    w, r = provenance["weights"], provenance["record"]
+    return (f"a retrain on {w['hardware']}, a sibling of the record's weights (kept STS-B dev {w['dev']:.2f} at step "
+            f"{w['best_step']}, the record {r['dev']:.2f} at step {r['best_step']}, on {r['hardware']})")
+
+
+def kept_weights(saved: Path) -> dict | None:
+    """`weights_provenance` of a kept weights file (kept_checkpoint); None for a copy made before copies kept it."""
+    beside = saved.with_suffix(".json")
+    return json.loads(beside.read_text()) if beside.exists() else None
+
+
+def _finished_here(kind: str, cfg: dict, work: Path, record: dict | None) -> bool:
+    """Whether this machine's checkpoints of the run are those of its current `record`: the finished training
     (same computation and starting weights, every step, the record's best step), so its best.pt is the kept
     weights and neither training nor the final evaluation needs repeating."""
-    record = runs.read(kind, cfg)
     if (record is None or record["stale"] or starts_outdated(cfg, record) or not (work / "last.pt").exists()
             or not (work / "best.pt").exists()):
         return False
@@ -490,4 +528,5 @@ def trained_method(overrides: dict, device: str | None = None, data_dir=None):
     method = method_cls.build(cfg, device, data_dir, dependencies).to(device)
     method.load_state_dict(_load_kept(saved, cfg["method"], cfg))
     method.kept_file = saved  # which weights these are (RankCSE's teacher cache is keyed by it)
+    method.kept_weights = kept_weights(saved)  # the record's, or a sibling retrained here
     return method.eval().requires_grad_(False)

@@ -118,3 +118,15 @@ def test_teachers_are_trained_once_frozen_and_wired_into_the_loss(data_dir):
         assert torch.equal(method.teacher_scores(batch), first) and len(calls) == 4  # dropped, so encoded again
     finally:
         rankcse.TEACHER_CACHE_BYTES = cap
+
+
+def test_a_run_s_record_names_the_weights_it_started_from(data_dir):
+    """A dependent run records, per start, which weights it was given (train.weights_provenance): here a teacher
+    with no record of its own, trained once for its weights, counts as its own."""
+    from sre_repro.train import train
+
+    record = train({"method": "rankcse", "scale": "smoke", "teachers": "simcse:9", "max_steps": 4, "eval_steps": 2},
+                   data_dir=data_dir)
+    start = record["starts_from"]["teacher 1"]
+    assert start["created"] is None and start["weights"]["same"] and start["weights"]["record"] is None
+    assert start["weights"]["weights"]["best_step"] > 0 and start["weights"]["weights"]["hardware"] == "CPU"

@@ -370,9 +370,13 @@ def test_kept_weights_come_from_the_run_s_own_training_when_this_machine_has_it(
     record = train(overrides, data_dir=data_dir)  # into the test's store: record and work/<kind>/<config>/
     work = runs.work_dir() / "simcse" / record["config_hash"]
     retrained = []
-    monkeypatch.setattr(train_module, "train", lambda *a, **k: retrained.append(1))
+    monkeypatch.setattr(train_module, "train", lambda *a, **k: retrained.append(1) or record)
     saved = kept_checkpoint(overrides, data_dir)
     assert retrained == [] and saved.read_bytes() == (work / "best.pt").read_bytes()
+    assert train_module.kept_weights(saved) == {"same": True, "weights": {"best_step": record["metrics"]["best_step"],
+                                                 "dev": record["metrics"]["stsb_dev_best"], "hardware": "CPU"},
+                                                "record": {"best_step": record["metrics"]["best_step"],
+                                                           "dev": record["metrics"]["stsb_dev_best"], "hardware": "CPU"}}
 
     saved.unlink()
     state = torch.load(work / "last.pt", weights_only=False)
@@ -411,8 +415,29 @@ def test_kept_weights_follow_the_best_pt_they_came_from_and_a_corrupt_one_is_ref
     assert not (work / "best.pt").exists() and not (work / "last.pt").exists()
     assert len(list(work.glob("*.set-aside"))) == 2
     method = trained_method(overrides, "cpu", data_dir)  # retrained once for its weights: deterministic
-    assert "training simcse seed 43 once for its weights" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "training simcse seed 43 once for its weights" in err and "sibling" not in err
     assert method.kept_file.name == first.name and method.kept_file.exists()  # the same weights as the first time
+    assert method.kept_weights["same"] and method.kept_weights["weights"]["dev"] == record["metrics"]["stsb_dev_best"]
+
+
+def test_a_retrain_that_keeps_another_step_or_score_is_a_sibling_named_with_both_numbers():
+    """weights_provenance compares the training that made the weights with the run's record: the same kept step
+    and dev score are the record's weights; another step, or a score off by more than rounding, is a sibling."""
+    from sre_repro.train import describe_weights, weights_provenance
+
+    def rec(step, dev, cuda=None):
+        return {"metrics": {"best_step": step, "stsb_dev_best": dev}, "hardware": {"cuda": cuda} if cuda else {}}
+
+    record = rec(460, 67.33)
+    assert weights_provenance(rec(460, 67.33 + 1e-9), record)["same"]
+    assert weights_provenance(record, record)["same"] and weights_provenance(rec(460, 67.0), None)["same"]
+    sibling = weights_provenance(rec(460, 67.41), rec(460, 67.33, "NVIDIA H200"))
+    assert not sibling["same"] and not weights_provenance(rec(480, 67.33), record)["same"]
+    assert describe_weights(sibling) == ("a retrain on CPU, a sibling of the record's weights (kept STS-B dev 67.41 at "
+                                         "step 460, the record 67.33 at step 460, on NVIDIA H200)")
+    assert describe_weights(record and weights_provenance(record, record)) == "the run's own kept weights"
+    assert describe_weights(None).startswith("weights not recorded")
 
 
 def test_the_read_log_names_exactly_the_records_looked_up(tmp_path, monkeypatch):

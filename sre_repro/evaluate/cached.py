@@ -11,7 +11,8 @@ model as it is), "retrieval" (QQP), "poolers" (the STS of a run's kept weights u
 run's STS tested with its final embedding h beside the encoder's, as the official code's `return_poly`),
 "decoder_check" (whether PaSeR's decoder reads the sentence embeddings: evaluate/decoder.py). A config
 with a "run" key (a resolved training config) evaluates that run's kept weights (trained once where this
-machine lacks them: train.kept_checkpoint).
+machine lacks them: train.kept_checkpoint), and its record says which weights it tested ("weights": the
+record's, or a sibling retrained here: train.weights_provenance).
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from ..data.corpora import snli_triplets, unlabeled_sts, wiki1m
 from ..data.sts import load_split
 from ..encoder import load_encoder
 from ..errors import SreError
-from ..train import trained_method
+from ..train import kept_checkpoint, kept_weights, trained_method
 from .decoder import decoder_check
 from .discriminators import discriminator_separation
 from .frequency import frequency_analysis
@@ -157,7 +158,10 @@ def cached(kind: str, cfg: dict, data_dir=None, force: bool = False, results_roo
         return hit
     started = time.time()
     metrics = COMPUTE[kind](cfg, data_dir)
-    return runs.save(kind, cfg, {"metrics": metrics, "wall_seconds": time.time() - started}, results_root)
+    result = {"metrics": metrics, "wall_seconds": time.time() - started}
+    if isinstance(cfg.get("run"), dict) and "method" in cfg["run"]:  # which weights it tested: the record's, or a sibling
+        result["weights"] = kept_weights(kept_checkpoint(cfg["run"], data_dir))
+    return runs.save(kind, cfg, result, results_root)
 
 
 def _before_its_run(cfg: dict, record: dict, results_root=None) -> list[str]:
