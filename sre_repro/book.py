@@ -20,7 +20,7 @@ from .evaluate.cached import evaluate_model
 from .report import sts_row
 from .runs import check_named_data_dir, results_dir, write_json_atomic
 from .settings import REPO_ROOT
-from .train import train
+from .train import describe_weights, train
 
 # plms: the PLMs each method trains from; also_evaluated: models shown in the baselines chapter only.
 EDITION = {
@@ -338,6 +338,48 @@ def curves(runs: dict[str, dict], *keys: str) -> pd.DataFrame:
 def on_gpu(record: dict) -> bool:
     """Whether a record was computed on a GPU (its `hardware` names a CUDA device)."""
     return bool((record.get("hardware") or {}).get("cuda"))
+
+
+def weights_tested(evaluation: dict, run: dict) -> str:
+    """Which weights an evaluation of a run's kept weights tested, as a phrase: the evaluation's record says where it
+    was made after records kept it (train.describe_weights); an older one is read from the two records' hardware
+    (a GPU record evaluated on a CPU tested a retrain, a sibling of its weights)."""
+    if "weights" in evaluation:
+        return describe_weights(evaluation["weights"])
+    if on_gpu(run) and not on_gpu(evaluation):
+        return "a CPU retrain of a record computed on a GPU, a sibling of its weights (the arithmetic differs)"
+    return "the run's own kept weights, by its hardware (this older evaluation does not record whether it retrained)"
+
+
+def start_weights(records: list[dict], start: str) -> str:
+    """Which weights each run started from (its record's starts_from[start]["weights"]), as a sentence's clause:
+    the start's own kept weights, or a retrain, a sibling of them, named per seed."""
+    said = {r["seed"]: (r.get("starts_from") or {}).get(start, {}).get("weights") for r in records}
+    if any(w is None for w in said.values()):
+        unknown = ", ".join(str(seed) for seed, w in said.items() if w is None)
+        return f"not recorded for seed {unknown} (records computed before runs kept it)"
+    siblings = {seed: w for seed, w in said.items() if not w["same"]}
+    if not siblings:
+        return "in every seed, the start run's own kept weights"
+    return "; ".join(f"seed {seed}: {describe_weights(w)}" for seed, w in siblings.items()) + (
+        "; every other seed, the start run's own kept weights" if len(siblings) < len(said) else "")
+
+
+def hardware_line(groups: dict[str, list[dict]], method: str, label: str, list_up_to: int = 12) -> str:
+    """A Needs line's clause from the records' hardware: how many of the distinct training runs shown ran on a CPU,
+    with the median minutes of a `method` run there (named `label`), and how many on a GPU, with the device names
+    the records give and the runs (when at most `list_up_to`)."""
+    trained = list({r["config_hash"]: r for g in groups.values() for r in g}.values())
+    gpus = sorted({r["hardware"]["cuda"] for r in trained if on_gpu(r)})
+    on_a_gpu = sorted(f"{name} seed {r['seed']}" for name, g in groups.items() for r in g if on_gpu(r))
+    cpu_minutes = [r["wall_seconds"] / 60 for r in trained if r["config"]["method"] == method and not on_gpu(r)]
+    gpu_count = sum(on_gpu(r) for r in trained)
+    line = f"{len(trained) - gpu_count} of its {len(trained)} training runs ran on a CPU"
+    if cpu_minutes:
+        line += f" ({label} run, one core beside a second run: {np.median(cpu_minutes):.0f} minutes, median)"
+    if gpu_count:
+        line += f", {gpu_count} on a GPU ({', '.join(gpus)}" + (f": {', '.join(on_a_gpu)})" if len(on_a_gpu) <= list_up_to else ")")
+    return line
 
 
 def total_minutes(*groups) -> float:

@@ -66,9 +66,49 @@ def dashed(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.astype(object).where(frame.notna(), "–")
 
 
-def verdict_frame(rows: list[dict]) -> pd.DataFrame:
+def _number(value):
+    """A verdict table's number as shown: two decimals, three significant digits below 1 (a geometry effect)."""
+    if isinstance(value, (float, np.floating)) and np.isfinite(value):
+        return f"{value:.3g}" if abs(value) < 1 else f"{value:.2f}"
+    return value
+
+
+def _seed_runs(value):
+    """A verdict row's seeds as shown: runs of consecutive seeds as a range ("42, 43, 44, 46" -> "42–44, 46")."""
+    try:
+        seeds = [int(s) for s in str(value).split(", ")]
+    except ValueError:
+        return value
+    runs, start = [], seeds[0]
+    for before, seed in zip(seeds, seeds[1:] + [None]):
+        if seed != before + 1 if seed is not None else True:
+            runs.append(f"{start}–{before}" if before - start > 1 else ", ".join(map(str, range(start, before + 1))))
+            start = seed
+    return ", ".join(runs)
+
+
+class VerdictTable:
+    """Verdict rows as a chapter shows them, readable without scrolling sideways: numbers rounded, consecutive seeds
+    as a range, and the table marked `verdicts` so that _static/book.css wraps its headers, its claim id and its
+    prose columns. `.frame` is the frame as the rows give it."""
+
+    def __init__(self, frame: pd.DataFrame):
+        self.frame = frame
+
+    def shown(self) -> pd.DataFrame:
+        shown = self.frame.map(_number)
+        return shown.assign(seeds=shown["seeds"].map(_seed_runs))
+
+    def _repr_html_(self) -> str:
+        return self.shown().to_html(classes="verdicts")
+
+    def __repr__(self) -> str:
+        return self.shown().to_string()
+
+
+def verdict_frame(rows: list[dict]) -> VerdictTable:
     """Verdict rows (claims.judge) as a chapter shows them: one row per claim id, "–" where a row has no value."""
-    return dashed(pd.DataFrame(rows).set_index("id").reindex(columns=VERDICT_COLUMNS))
+    return VerdictTable(dashed(pd.DataFrame(rows).set_index("id").reindex(columns=VERDICT_COLUMNS)))
 
 
 def transfer_table(results: dict[str, dict]) -> pd.DataFrame:
@@ -205,11 +245,11 @@ def stale_warning(results: list[dict]) -> str:
             f"({', '.join(stale)}); rerun with force=True to refresh them.")
 
 
-# Did it train? The rule the book applies before it judges a component, stated once (appendix "The cpu recipe"):
-# a component trained when its own loss term fell by at least TRAINED_LOSS_DROP (first step -> the evaluation
-# interval ending at the kept step) or its added weights moved by at least TRAINED_MOVED (||W - W0|| / ||W0||
-# at the kept step). A kept checkpoint whose STS-B test embeddings have anisotropy above COLLAPSE_ANISOTROPY
-# is flagged as collapsed.
+# The older did-it-train reading of the fixed-budget records (appendix "The cpu recipe"; no verdict applies it now:
+# the one rule is protocol.engaged): a loss term fell by at least TRAINED_LOSS_DROP (first step -> the evaluation
+# interval ending at the kept step) or the added weights moved by at least TRAINED_MOVED (||W - W0|| / ||W0|| at
+# the kept step). SARCSE's exercise answers quote it. A kept checkpoint whose STS-B test embeddings
+# have anisotropy above COLLAPSE_ANISOTROPY is flagged as collapsed.
 TRAINED_LOSS_DROP = 0.10
 TRAINED_MOVED = 0.01
 COLLAPSE_ANISOTROPY = 0.8
@@ -233,31 +273,6 @@ def loss_drop(run: dict, term: str) -> float | None:
     if not entry or not entry["first"]:
         return None
     return (entry["first"] - entry["kept"]) / abs(entry["first"])
-
-
-def component_trained(run: dict, modules=(), terms=()) -> bool | None:
-    """Whether a run's component trained by the book's rule: any of its `modules` moved >= TRAINED_MOVED, or
-    any of its own loss `terms` fell >= TRAINED_LOSS_DROP. None for a record made before runs kept this."""
-    training = run.get("training")
-    if training is None:
-        return None
-    moved = [training["moved"].get(m) for m in modules]
-    drops = [loss_drop(run, t) for t in terms]
-    return any(v is not None and v >= TRAINED_MOVED for v in moved) or any(d is not None and d >= TRAINED_LOSS_DROP for d in drops)
-
-
-def component_verdict(differences, claim: str, runs: list[dict], modules=(), terms=(), **kwargs) -> dict:
-    """`verdict`, issued only when the component under test trained in every run it rests on; otherwise the
-    verdict says "not tested at this budget" and why."""
-    result = verdict(differences, claim, **kwargs)
-    status = [component_trained(r, modules, terms) for r in runs]
-    what = " / ".join([*modules, *terms])
-    if any(s is None for s in status):
-        result["verdict"] = f"not tested at this budget (these records do not show whether {what} trained)"
-    elif not all(status):
-        result["verdict"] = (f"not tested at this budget ({what} did not train in {status.count(False)} of "
-                             f"{len(status)} runs: moved < {TRAINED_MOVED:.0%} and loss fell < {TRAINED_LOSS_DROP:.0%})")
-    return result
 
 
 def _pct(value) -> str:

@@ -289,6 +289,68 @@ def test_total_minutes_counts_each_record_once():
     assert [book.on_gpu(r) for r in (cpu, gpu, {**cpu, "hardware": {"cuda": None, "cpu_count": 2}})] == [False, True, False]
 
 
+def test_the_needs_line_counts_cpu_and_gpu_runs_from_the_records_hardware():
+    def run(key, method, minutes, cuda=None, seed=42):
+        return {"config_hash": key, "seed": seed, "config": {"method": method}, "wall_seconds": 60.0 * minutes,
+                "hardware": {"cuda": cuda} if cuda else {"cpu_count": 2}}
+
+    groups = {"PaSeR": [run("a", "paser", 80), run("b", "paser", 90, seed=43)], "SimCSE": [run("c", "simcse", 5)],
+              "again": [run("a", "paser", 80)], "GPU": [run("d", "paser", 3, "NVIDIA H200", seed=44)]}
+    assert book.hardware_line(groups, "paser", "a PaSeR") == (
+        "3 of its 4 training runs ran on a CPU (a PaSeR run, one core beside a second run: 85 minutes, median), "
+        "1 on a GPU (NVIDIA H200: GPU seed 44)")
+    assert book.hardware_line(groups, "paser", "a PaSeR", list_up_to=0).endswith("1 on a GPU (NVIDIA H200)")
+    assert book.hardware_line({"SimCSE": groups["SimCSE"]}, "paser", "a PaSeR") == "1 of its 1 training runs ran on a CPU"
+
+
+def test_which_weights_an_evaluation_tested_and_a_run_started_from_are_named():
+    same = {"same": True, "weights": {"best_step": 460, "dev": 67.33, "hardware": "CPU"}, "record": None}
+    sibling = {"same": False, "weights": {"best_step": 460, "dev": 67.41, "hardware": "CPU"},
+               "record": {"best_step": 460, "dev": 67.33, "hardware": "CPU"}}
+    gpu_run, cpu = {"hardware": {"cuda": "NVIDIA H200"}}, {"hardware": {}}
+    assert book.weights_tested({"weights": same, **cpu}, gpu_run) == "the run's own kept weights"
+    assert book.weights_tested({"weights": sibling}, cpu).startswith("a retrain on CPU, a sibling of the record's weights (kept STS-B dev 67.41")
+    assert book.weights_tested(cpu, gpu_run).startswith("a CPU retrain of a record computed on a GPU")  # an older evaluation
+    assert book.weights_tested(gpu_run, gpu_run).startswith("the run's own kept weights, by its hardware")
+
+    def sup(seed, weights):
+        return {"seed": seed, "starts_from": {"unsupervised": {"config_hash": "x", "created": "t", "weights": weights}}}
+
+    assert book.start_weights([sup(42, same), sup(43, same)], "unsupervised") == "in every seed, the start run's own kept weights"
+    assert book.start_weights([sup(42, sibling), sup(43, same)], "unsupervised") == (
+        "seed 42: a retrain on CPU, a sibling of the record's weights (kept STS-B dev 67.41 at step 460, the record "
+        "67.33 at step 460, on CPU); every other seed, the start run's own kept weights")
+    assert book.start_weights([sup(42, same), {"seed": 43}], "unsupervised") == (
+        "not recorded for seed 43 (records computed before runs kept it)")
+
+
+def test_the_pooler_table_names_the_weights_its_rows_test():
+    from sre_repro.chapters import paser as paser_chapter
+
+    run = {"config": {"eval_pooler": "avg"}, "hardware": {}}
+    sibling = {"same": False, "weights": {"best_step": 480, "dev": 67.0, "hardware": "CPU"},
+               "record": {"best_step": 460, "dev": 67.33, "hardware": "CPU"}}
+    assert paser_chapter.pooler_weights(run, {"weights": {**sibling, "same": True}}) == "one trained model, the run's own kept weights"
+    assert paser_chapter.pooler_weights(run, {"weights": sibling}).startswith(
+        "the avg row is the run's record; the other rows test a retrain on CPU, a sibling")
+
+
+def test_a_verdict_table_rounds_its_numbers_and_is_marked_for_the_wrapping_css():
+    from pathlib import Path
+
+    rows = [{"id": "paser_ties_simcse", "claim": "A", "type": "equivalence", "paper effect": -0.09, "ours": 0.4712,
+             "interval": "[-0.23, 1.18]", "detectable": 1.2345, "verdict": "not shown", "seeds": "42, 43, 44, 46"},
+            {"id": "alignment_below_simcse", "claim": "B", "ours": 0.013149, "verdict": "holds", "seeds": "42, 44"}]
+    table = report.verdict_frame(rows)
+    shown = table.shown()
+    assert list(shown.columns) == report.VERDICT_COLUMNS and table.frame.loc["paser_ties_simcse", "ours"] == 0.4712
+    assert shown.loc["paser_ties_simcse", "detectable"] == "1.23" and shown.loc["alignment_below_simcse", "ours"] == "0.0131"
+    assert list(shown["seeds"]) == ["42–44, 46", "42, 44"] and table.frame.loc["paser_ties_simcse", "seeds"] == "42, 43, 44, 46"
+    assert shown.loc["alignment_below_simcse", "type"] == "–" and 'class="dataframe verdicts"' in table._repr_html_()
+    css = (Path(__file__).parents[1] / "_static" / "book.css").read_text()
+    assert "table.dataframe.verdicts th, .cell_output table.dataframe.verdicts td { white-space: normal;" in css
+
+
 def test_the_byop_chapter_at_paper_scale_on_bert_base_is_a_valid_call():
     """`papermill notebooks/byop.ipynb out.ipynb -p scale paper -p model_name bert-base-uncased`: every run the
     chapter would start resolves to a validated config (it needs only the weights and the time to run)."""
@@ -358,10 +420,10 @@ def test_a_chapter_says_so_while_its_longer_cap_waits_for_its_runs(monkeypatch):
     from sre_repro import book, settings
     from sre_repro.config import cpu_recipe
 
-    monkeypatch.setattr(settings, "CAPS_PENDING", {"paser": {"max_steps": 1200}})
+    monkeypatch.setattr(settings, "CAPS_PENDING", {"byop": {"max_steps": 1200}})  # BYOP's cap is 600
     with cpu_recipe("converged"):
-        note = book.pending_cap("paser", "cpu")
+        note = book.pending_cap("byop", "cpu")
         assert "a cap of 1200 steps" in note and "reads its 600-step runs" in note
-        assert book.pending_cap("simcse", "cpu") == "" and book.pending_cap("paser", "smoke") == ""
+        assert book.pending_cap("simcse", "cpu") == "" and book.pending_cap("byop", "smoke") == ""
     with cpu_recipe("fixed-budget"):
-        assert book.pending_cap("paser", "cpu") == ""
+        assert book.pending_cap("byop", "cpu") == ""
