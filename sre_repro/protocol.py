@@ -97,6 +97,11 @@ def balanced_accuracy(predictions, labels) -> float:
     return float(np.mean([np.mean(predictions[labels == c] == c) for c in np.unique(labels)]))
 
 
+def _asked(met: bool, share: float) -> str:
+    """Whether one part of the rule was met, in its reason ("at least the 10% asked", "less than the 10% asked")."""
+    return f"{'at least' if met else 'less than'} the {share:.0%} asked"
+
+
 def engaged(kind: str, **evidence) -> tuple[bool, str]:
     """(engaged?, why) for a component's mechanism. kind and its evidence:
     classifier     balanced_accuracy, or auc (ROC AUC: a ranking that a 0.5 cut need not show; judged on it
@@ -115,14 +120,14 @@ def engaged(kind: str, **evidence) -> tuple[bool, str]:
         compared = evidence.get("compared", kept)  # the value set against the baseline, measured alike (default kept)
         fell = (first - kept) / abs(first) if first else 0.0
         ok = fell >= LOSS_FALL and compared < baseline
-        return ok, (f"fell {fell:.1%} (needs {LOSS_FALL:.0%}) to {kept:.3f}, "
+        return ok, (f"fell {fell:.1%} ({_asked(fell >= LOSS_FALL, LOSS_FALL)}) to {kept:.3f}, "
                     + ("" if "compared" not in evidence else f"held out {compared:.3f}, ")
                     + f"{'below' if compared < baseline else 'not below'} its trivial baseline {baseline:.3f}")
     if kind == "perturbation":
         plain, perturbed = evidence["plain"], evidence["perturbed"]
         share = abs(perturbed - plain) / abs(plain) if plain else 0.0
         ok = share >= PERTURBATION_SHARE
-        return ok, f"changes the batch's loss by {share:.2%} (needs {PERTURBATION_SHARE:.0%})"
+        return ok, f"changes the batch's loss by {share:.2%} ({_asked(ok, PERTURBATION_SHARE)})"
     raise ValueError(f"unknown mechanism kind {kind!r}: classifier, reconstruction or perturbation")
 
 

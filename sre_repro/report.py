@@ -211,8 +211,11 @@ def scale_banner(scale: str, cfg: dict | None = None, seeds=None, extra: str = "
         parts.append(f"model {cfg['model_name']}, {each('train_data')}, {steps} x batch {cfg['batch_size']}, "
                      f"max_len {each('max_len')}, lr {each('lr')}{head}, {cfg['precision']}")
         if cfg.get("patience") and not quick:  # the cap is a cap: the rule stops the run (the cpu recipe's convergence study)
-            parts.append(f"stops when {cfg['patience']} evaluations (every {cfg['eval_steps']} steps) gain no more "
-                         f"than {cfg['min_delta']:g} on STS-B dev")
+            rules = {c.get("method"): f"{c['patience']} evaluations (every {c['eval_steps']} steps)"
+                     for c in (cfg, *also) if c.get("patience")}
+            rule = (rules[cfg.get("method")] if len(set(rules.values())) == 1 else
+                    "; ".join(f"{method} {value}" for method, value in rules.items()) + ",")
+            parts.append(f"stops when {rule} gain no more than {cfg['min_delta']:g} on STS-B dev")
         elif scale == "cpu" and "patience" in cfg and not quick:
             parts.append("a fixed budget, no stopping rule (the recipe before the convergence study)")
         pooled = {}

@@ -43,7 +43,7 @@ def test_no_verdict_rests_on_a_flagged_run_an_idle_component_or_one_seed():
     assert judge(BEATS, [1.0, 2.0], [_run(42), first])["verdict"] == "not tested: kept its first evaluation (seed 44)"
     idle = {"decoder": protocol.engaged("reconstruction", first=10.0, kept=9.5, baseline=7.0)}
     assert judge(BEATS, [1.0, 2.0, 1.5], [_run(s) for s in range(3)], idle)["verdict"].startswith(
-        "not tested: decoder did not engage (fell 5.0% (needs 10%)")
+        "not tested: decoder did not engage (fell 5.0% (less than the 10% asked)")
     assert judge(BEATS, [1.0, 2.0, 1.5], [_run(s) for s in range(3)])["verdict"] == "not tested: no evidence that decoder engaged"
     # every component that did not engage is named, not only the first
     both = Claim("both", "X with both parts beats Y", "superiority", "X - Y", paper_effect=1.0,

@@ -83,6 +83,10 @@ def test_a_reconstruction_term_must_fall_and_end_below_its_trivial_baseline():
     assert protocol.engaged("reconstruction", first=9.0, kept=5.0, baseline=entropy)[0]
     assert not protocol.engaged("reconstruction", first=9.0, kept=6.5, baseline=entropy)[0]  # fell 28 %, above it
     assert not protocol.engaged("reconstruction", first=5.5, kept=5.2, baseline=entropy)[0]  # below it, fell 5 %
+    # the reason says which part of the rule each number met
+    assert protocol.engaged("reconstruction", first=9.0, kept=6.5, baseline=entropy)[1] == (
+        "fell 27.8% (at least the 10% asked) to 6.500, not below its trivial baseline 6.200")
+    assert protocol.engaged("reconstruction", first=5.5, kept=5.2, baseline=entropy)[1].startswith("fell 5.5% (less than the 10% asked)")
     # measured elsewhere alike (held-out sentences): the baseline is set against `compared`, the fall stays the term's
     assert not protocol.engaged("reconstruction", first=0.70, kept=0.60, baseline=0.45, compared=0.52)[0]
     ok, why = protocol.engaged("reconstruction", first=0.70, kept=0.60, baseline=0.45, compared=0.40)

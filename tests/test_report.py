@@ -48,6 +48,11 @@ def test_banner_names_each_methods_poolers_and_collapse_is_flagged_in_verdicts()
     assert "a fixed budget, no stopping rule" in scale_banner("cpu", {**cfg, "patience": 0, "eval_steps": 20})
     ruled = scale_banner("cpu", {**cfg, "patience": 10, "eval_steps": 20, "min_delta": 0.0})
     assert "stops when 10 evaluations (every 20 steps) gain no more than 0 on STS-B dev" in ruled and "fixed" not in ruled
+    rule = {"patience": 10, "eval_steps": 20, "min_delta": 0.0}
+    mixed = scale_banner("cpu", {**cfg, **rule}, also=[{**simcse, **rule, "patience": 40, "eval_steps": 5}])
+    assert ("stops when sarcse 10 evaluations (every 20 steps); simcse 40 evaluations (every 5 steps), gain no more "
+            "than 0 on STS-B dev") in mixed
+    assert "stops when 10 evaluations (every 20 steps) gain" in scale_banner("cpu", {**cfg, **rule}, also=[{**simcse, **rule}])
     both = scale_banner("cpu", cfg, [42], also=[simcse, simcse])
     assert "pooler: sarcse Z (SARCSE's CNN) in training, Z (SARCSE's CNN) at test; simcse avg in training, avg at test" in both
     assert "100 steps x batch 64, max_len 32, lr 0.0001, added modules" in both  # shared values once
