@@ -462,14 +462,15 @@ def weights_provenance(kept: dict, record: dict | None) -> dict:
     """What a run's kept weights are, from the training that made them (`kept`, a record) and the run's record:
     the kept step and dev score of each, the hardware that trained them, and whether they are the record's (the
     same step and score; a retrain without a record to compare counts as its own)."""
-    def summary(r):
-        return {"best_step": r["metrics"].get("best_step"), "dev": r["metrics"].get("stsb_dev_best"),
+    def summary(r):  # the kept step and its selection score (STS-B dev; MLM pretraining selects on another)
+        best = [v for k, v in r["metrics"].items() if k.endswith("_best")]
+        return {"best_step": r["metrics"].get("best_step"), "dev": r["metrics"].get("stsb_dev_best", best[0] if best else None),
                 "hardware": (r.get("hardware") or {}).get("cuda") or "CPU"}
 
     weights, of_record = summary(kept), summary(record) if record is not None else None
     same = of_record is None or kept is record or (
-        weights["best_step"] == of_record["best_step"] and weights["dev"] is not None and of_record["dev"] is not None
-        and abs(weights["dev"] - of_record["dev"]) < 1e-6)
+        weights["best_step"] == of_record["best_step"] and (weights["dev"] is None) == (of_record["dev"] is None)
+        and (weights["dev"] is None or abs(weights["dev"] - of_record["dev"]) < 1e-6))
     return {"same": same, "weights": weights, "record": of_record}
 
 
@@ -480,8 +481,12 @@ def describe_weights(provenance: dict | None) -> str:
     if provenance["same"]:
         return "the run's own kept weights"
     w, r = provenance["weights"], provenance["record"]
-    return (f"a retrain on {w['hardware']}, a sibling of the record's weights (kept STS-B dev {w['dev']:.2f} at step "
-            f"{w['best_step']}, the record {r['dev']:.2f} at step {r['best_step']}, on {r['hardware']})")
+
+    if w["dev"] is None or r["dev"] is None:  # a run that selects on no STS-B dev score: the kept steps alone
+        kept = f"kept step {w['best_step']}, the record's {r['best_step']}"
+    else:
+        kept = f"kept STS-B dev {w['dev']:.2f} at step {w['best_step']}, the record {r['dev']:.2f} at step {r['best_step']}"
+    return f"a retrain on {w['hardware']}, a sibling of the record's weights ({kept}, on {r['hardware']})"
 
 
 def kept_weights(saved: Path) -> dict | None:

@@ -438,6 +438,11 @@ def test_a_retrain_that_keeps_another_step_or_score_is_a_sibling_named_with_both
                                          "step 460, the record 67.33 at step 460, on NVIDIA H200)")
     assert describe_weights(record and weights_provenance(record, record)) == "the run's own kept weights"
     assert describe_weights(None).startswith("weights not recorded")
+    mlm = {"metrics": {"best_step": 300, "mlm_accuracy_best": 0.41}, "hardware": {}}  # selects on its own metric
+    assert weights_provenance(mlm, mlm)["weights"]["dev"] == 0.41
+    assert describe_weights({"same": False, "weights": {"best_step": 300, "dev": None, "hardware": "CPU"},
+                             "record": {"best_step": 280, "dev": None, "hardware": "CPU"}}) == (
+        "a retrain on CPU, a sibling of the record's weights (kept step 300, the record's 280, on CPU)")
 
 
 def test_the_read_log_names_exactly_the_records_looked_up(tmp_path, monkeypatch):
