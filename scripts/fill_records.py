@@ -3,11 +3,11 @@ processes at once: CPU lanes here, or many processes sharing one GPU. Each finis
 (results/) as it completes, so a cut-off session loses at most the runs in flight.
 
     python scripts/fill_records.py plan [--out jobs.json]         # the missing runs, one JSON object each
-    python scripts/fill_records.py run --workers 2 [--jobs jobs.json] [--launch-until SECONDS] [--pack DIR]
+    python scripts/fill_records.py run --workers 2 [--threads 1] [--jobs jobs.json] [--launch-until SECONDS] [--pack DIR]
 
-`run` trains the jobs of `--jobs` (default: the plan, now) on `--workers` processes, one thread each
-(OMP_NUM_THREADS=1 is set for them); a worker starts no new run after `--launch-until` seconds. `--pack DIR`
-writes every new record into DIR/records.tar after each finished run (a device call's $OUT, which returns files,
+`run` trains the jobs of `--jobs` (default: the plan, now) on `--workers` processes, `--threads` each (default
+one: OMP_NUM_THREADS is set for them; one job alone on 2 cores runs faster with 2); a worker starts no new run
+after `--launch-until` seconds. `--pack DIR` writes every new record into DIR/records.tar after each finished run (a device call's $OUT, which returns files,
 not folders). A plan needs the committed records (it skips what the cache holds); a device call that carries only
 part of results/ runs a plan written here (`--jobs`). Runs are trained under the "pending" cpu recipe
 (settings.CAPS_PENDING); a job's "checks" are the evaluations of its kept weights made after it (CHECKS). When a
@@ -223,8 +223,8 @@ def _pack(before: dict, folder: Path) -> int:
     return len(new)
 
 
-def run(jobs: list[dict], workers: int, launch_until: float, pack: Path | None) -> None:
-    os.environ["OMP_NUM_THREADS"] = "1"  # the spawned workers inherit it: one thread each
+def run(jobs: list[dict], workers: int, launch_until: float, pack: Path | None, threads: int = 1) -> None:
+    os.environ["OMP_NUM_THREADS"] = str(threads)  # the spawned workers inherit it: `threads` each (default one)
     before, start = _records(), time.time()
     queue, done = mp.get_context("spawn").Queue(), mp.get_context("spawn").Queue()
     for job in [*jobs, *[None] * workers]:
@@ -253,6 +253,7 @@ if __name__ == "__main__":
     r.add_argument("--jobs", help="a plan written earlier (default: plan now)")
     r.add_argument("--launch-until", type=float, default=float("inf"))
     r.add_argument("--pack", type=Path)
+    r.add_argument("--threads", type=int, default=1, help="threads per worker (one worker on 2 cores: 2)")
     args = parser.parse_args()
     if args.command == "plan":
         todo = plan()
@@ -262,4 +263,5 @@ if __name__ == "__main__":
             print(json.dumps(todo, indent=0))
         print(f"{len(todo)} missing runs", file=sys.stderr)
     else:
-        run(json.loads(Path(args.jobs).read_text()) if args.jobs else plan(), args.workers, args.launch_until, args.pack)
+        run(json.loads(Path(args.jobs).read_text()) if args.jobs else plan(), args.workers, args.launch_until, args.pack,
+            args.threads)
