@@ -431,10 +431,7 @@ def kept_checkpoint(overrides: dict, data_dir=None) -> Path:
     arithmetic, or another CPU's), so its retrain may be a sibling that keeps another step. Beside the file, what
     the weights are (`kept_weights`) is written, and a sibling is announced."""
     cfg = resolve(overrides=overrides)
-    kind = cfg["method"]
-    key = hashlib.sha256(repr(sorted(checkpoint_origin(kind, cfg).items())).encode()).hexdigest()[:16]
-    stem, work = f"{kind}-{runs.config_hash(cfg)}-{key}", runs.work_dir() / kind / runs.config_hash(cfg)
-    models = runs.work_dir() / "models"
+    kind, (stem, work, models) = cfg["method"], _kept_paths(cfg)
     record = runs.read(kind, cfg)
     if _finished_here(kind, cfg, work, record):
         kept = record
@@ -489,10 +486,24 @@ def describe_weights(provenance: dict | None) -> str:
     return f"a retrain on {w['hardware']}, a sibling of the record's weights ({kept}, on {r['hardware']})"
 
 
+def _kept_paths(cfg: dict) -> tuple[str, Path, Path]:
+    """A run's kept-weight copies' name stem, its work folder, and the folder of the copies."""
+    kind = cfg["method"]
+    key = hashlib.sha256(repr(sorted(checkpoint_origin(kind, cfg).items())).encode()).hexdigest()[:16]
+    return f"{kind}-{runs.config_hash(cfg)}-{key}", runs.work_dir() / kind / runs.config_hash(cfg), runs.work_dir() / "models"
+
+
 def kept_weights(saved: Path) -> dict | None:
     """`weights_provenance` of a kept weights file (kept_checkpoint); None for a copy made before copies kept it."""
     beside = saved.with_suffix(".json")
     return json.loads(beside.read_text()) if beside.exists() else None
+
+
+def latest_kept_weights(overrides: dict) -> dict | None:
+    """`kept_weights` of the run's latest copy on this machine, without training (None where there is none)."""
+    stem, _, models = _kept_paths(resolve(overrides=overrides))
+    copies = sorted(models.glob(f"{stem}-*.pt"), key=lambda f: f.stat().st_mtime_ns)
+    return kept_weights(copies[-1]) if copies else None
 
 
 def _finished_here(kind: str, cfg: dict, work: Path, record: dict | None) -> bool:

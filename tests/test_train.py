@@ -308,7 +308,9 @@ def test_an_evaluation_computed_before_its_runs_record_is_stale(monkeypatch):
     assert runs.SERVED_STALE == [f"poolers/{runs.config_hash(key)}"]
     # where stale records may not be served, it is recomputed
     monkeypatch.setitem(evaluations.COMPUTE, "poolers", lambda cfg, data_dir: {"avg": 2.0})
-    assert evaluations.cached("poolers", key)["metrics"] == {"avg": 2.0}
+    recomputed = evaluations.cached("poolers", key)
+    assert recomputed["metrics"] == {"avg": 2.0}
+    assert recomputed["weights"] is None  # no kept weights on this machine: none named, and none trained to name them
 
 
 def test_no_committed_run_started_from_a_run_its_config_no_longer_resolves_to(monkeypatch):
@@ -373,6 +375,7 @@ def test_kept_weights_come_from_the_run_s_own_training_when_this_machine_has_it(
     monkeypatch.setattr(train_module, "train", lambda *a, **k: retrained.append(1) or record)
     saved = kept_checkpoint(overrides, data_dir)
     assert retrained == [] and saved.read_bytes() == (work / "best.pt").read_bytes()
+    assert train_module.latest_kept_weights(overrides) == train_module.kept_weights(saved)  # what an evaluation records
     assert train_module.kept_weights(saved) == {"same": True, "weights": {"best_step": record["metrics"]["best_step"],
                                                  "dev": record["metrics"]["stsb_dev_best"], "hardware": "CPU"},
                                                 "record": {"best_step": record["metrics"]["best_step"],

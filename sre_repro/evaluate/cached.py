@@ -26,7 +26,7 @@ from ..data.corpora import snli_triplets, unlabeled_sts, wiki1m
 from ..data.sts import load_split
 from ..encoder import load_encoder
 from ..errors import SreError
-from ..train import kept_checkpoint, kept_weights, trained_method
+from ..train import latest_kept_weights, trained_method
 from .decoder import decoder_check
 from .discriminators import discriminator_separation
 from .frequency import frequency_analysis
@@ -160,7 +160,7 @@ def cached(kind: str, cfg: dict, data_dir=None, force: bool = False, results_roo
     metrics = COMPUTE[kind](cfg, data_dir)
     result = {"metrics": metrics, "wall_seconds": time.time() - started}
     if isinstance(cfg.get("run"), dict) and "method" in cfg["run"]:  # which weights it tested: the record's, or a sibling
-        result["weights"] = kept_weights(kept_checkpoint(cfg["run"], data_dir))
+        result["weights"] = latest_kept_weights(cfg["run"])
     return runs.save(kind, cfg, result, results_root)
 
 
