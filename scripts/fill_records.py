@@ -8,8 +8,8 @@ processes at once: CPU lanes here, or many processes sharing one GPU. Each finis
 `run` trains the jobs of `--jobs` (default: the plan, now) on `--workers` processes, `--threads` each (default
 one: OMP_NUM_THREADS is set for them; one job alone on 2 cores runs faster with 2); a worker starts no new run
 after `--launch-until` seconds. `--pack DIR` writes every new record into DIR/records.tar after each finished run
-(a device call's $OUT, which returns files, not folders). A plan needs the committed records (it skips what the cache holds); a device call that carries only
-part of results/ runs a plan written here (`--jobs`). Runs are trained under the "pending" cpu recipe
+(a device call's $OUT, which returns files, not folders). A plan needs the committed records (it skips what the
+cache holds); a device call that carries only part of results/ runs a plan written here (`--jobs`). Runs are trained under the "pending" cpu recipe
 (settings.CAPS_PENDING); a job's "checks" are the evaluations of its kept weights made after it (CHECKS). When a
 pending cap moves into the converged recipe, plan again: the runs that start from the method's runs (supervised
 PaSeR) are then stale and listed.

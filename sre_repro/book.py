@@ -340,15 +340,15 @@ def on_gpu(record: dict) -> bool:
     return bool((record.get("hardware") or {}).get("cuda"))
 
 
-def weights_tested(evaluation: dict, run: dict) -> str:
-    """Which weights an evaluation of a run's kept weights tested, as a phrase: the evaluation's record says where it
-    was made after records kept it (train.describe_weights); an older one is read from the two records' hardware
-    (a GPU record evaluated on a CPU tested a retrain, a sibling of its weights)."""
-    if "weights" in evaluation:
-        return describe_weights(evaluation["weights"])
+def weights_tested(evaluation: dict, run: dict) -> tuple[bool, str]:
+    """Which weights an evaluation of a run's kept weights tested: (the run's own?, a phrase). The evaluation's record
+    says where it names them (train.describe_weights); one that does not (older, or made from a copy that kept no
+    provenance) is read from the two records' hardware (a GPU record evaluated on a CPU tested a retrain, a sibling)."""
+    if (weights := evaluation.get("weights")) is not None:
+        return weights["same"], describe_weights(weights)
     if on_gpu(run) and not on_gpu(evaluation):
-        return "a CPU retrain of a record computed on a GPU, a sibling of its weights (the arithmetic differs)"
-    return "the run's own kept weights, by its hardware (this older evaluation does not record whether it retrained)"
+        return False, "a CPU retrain of a record computed on a GPU, a sibling of its weights (the arithmetic differs)"
+    return True, "the run's own kept weights, by its hardware (this evaluation does not record whether it retrained)"
 
 
 def start_weights(records: list[dict], start: str) -> str:

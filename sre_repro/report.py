@@ -1,6 +1,8 @@
 """Tables and verdicts for the book: our numbers beside the papers', mean +- std over seeds, 95% intervals."""
 from __future__ import annotations
 
+from itertools import groupby
+
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -79,12 +81,8 @@ def _seed_runs(value):
         seeds = [int(s) for s in str(value).split(", ")]
     except ValueError:
         return value
-    runs, start = [], seeds[0]
-    for before, seed in zip(seeds, seeds[1:] + [None]):
-        if seed != before + 1 if seed is not None else True:
-            runs.append(f"{start}–{before}" if before - start > 1 else ", ".join(map(str, range(start, before + 1))))
-            start = seed
-    return ", ".join(runs)
+    blocks = [[s for _, s in block] for _, block in groupby(enumerate(seeds), key=lambda p: p[1] - p[0])]
+    return ", ".join(f"{b[0]}–{b[-1]}" if len(b) > 2 else ", ".join(map(str, b)) for b in blocks)
 
 
 class VerdictTable:

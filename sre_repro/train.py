@@ -436,8 +436,8 @@ def kept_checkpoint(overrides: dict, data_dir=None) -> Path:
     if _finished_here(kind, cfg, work, record):
         kept = record
     else:
-        if copies := sorted(models.glob(f"{stem}-*.pt"), key=lambda f: f.stat().st_mtime_ns):
-            return copies[-1]  # the copy of the latest training this machine finished
+        if copy := _latest_copy(stem, models):
+            return copy  # the copy of the latest training this machine finished
         print(f"sre-repro: training {kind} seed {cfg['seed']} once for its weights (kept in {models})", file=sys.stderr)
         with tempfile.TemporaryDirectory() as results:  # only the weights are wanted, not another record
             kept = train(overrides, data_dir=data_dir, results_root=results)
@@ -478,7 +478,6 @@ def describe_weights(provenance: dict | None) -> str:
     if provenance["same"]:
         return "the run's own kept weights"
     w, r = provenance["weights"], provenance["record"]
-
     if w["dev"] is None or r["dev"] is None:  # a run that selects on no STS-B dev score: the kept steps alone
         kept = f"kept step {w['best_step']}, the record's {r['best_step']}"
     else:
@@ -499,11 +498,17 @@ def kept_weights(saved: Path) -> dict | None:
     return json.loads(beside.read_text()) if beside.exists() else None
 
 
+def _latest_copy(stem: str, models: Path) -> Path | None:
+    """The run's kept-weight copy of the latest training this machine finished (None: no copy)."""
+    copies = sorted(models.glob(f"{stem}-*.pt"), key=lambda f: f.stat().st_mtime_ns)
+    return copies[-1] if copies else None
+
+
 def latest_kept_weights(overrides: dict) -> dict | None:
     """`kept_weights` of the run's latest copy on this machine, without training (None where there is none)."""
     stem, _, models = _kept_paths(resolve(overrides=overrides))
-    copies = sorted(models.glob(f"{stem}-*.pt"), key=lambda f: f.stat().st_mtime_ns)
-    return kept_weights(copies[-1]) if copies else None
+    copy = _latest_copy(stem, models)
+    return kept_weights(copy) if copy else None
 
 
 def _finished_here(kind: str, cfg: dict, work: Path, record: dict | None) -> bool:

@@ -308,10 +308,15 @@ def test_which_weights_an_evaluation_tested_and_a_run_started_from_are_named():
     sibling = {"same": False, "weights": {"best_step": 460, "dev": 67.41, "hardware": "CPU"},
                "record": {"best_step": 460, "dev": 67.33, "hardware": "CPU"}}
     gpu_run, cpu = {"hardware": {"cuda": "NVIDIA H200"}}, {"hardware": {}}
-    assert book.weights_tested({"weights": same, **cpu}, gpu_run) == "the run's own kept weights"
-    assert book.weights_tested({"weights": sibling}, cpu).startswith("a retrain on CPU, a sibling of the record's weights (kept STS-B dev 67.41")
-    assert book.weights_tested(cpu, gpu_run).startswith("a CPU retrain of a record computed on a GPU")  # an older evaluation
-    assert book.weights_tested(gpu_run, gpu_run).startswith("the run's own kept weights, by its hardware")
+    assert book.weights_tested({"weights": same, **cpu}, gpu_run) == (True, "the run's own kept weights")
+    own, tested = book.weights_tested({"weights": sibling}, cpu)
+    assert not own and tested.startswith("a retrain on CPU, a sibling of the record's weights (kept STS-B dev 67.41")
+    own, tested = book.weights_tested(cpu, gpu_run)  # an older evaluation
+    assert not own and tested.startswith("a CPU retrain of a record computed on a GPU")
+    own, tested = book.weights_tested(gpu_run, gpu_run)
+    assert own and tested.startswith("the run's own kept weights, by its hardware")
+    own, tested = book.weights_tested({"weights": None, **cpu}, gpu_run)  # an evaluation that could not name them
+    assert not own and tested.startswith("a CPU retrain of a record computed on a GPU")
 
     def sup(seed, weights):
         return {"seed": seed, "starts_from": {"unsupervised": {"config_hash": "x", "created": "t", "weights": weights}}}

@@ -480,8 +480,8 @@ def pooler_groups(run: dict, pooled: dict) -> dict[str, list[dict]]:
 def pooler_weights(run: dict, pooled: dict) -> str:
     """Table 9's clause on which weights its rows test: its own pooler's row is the run's record, the others the
     kept weights of this machine (book.weights_tested: the record's, or a retrained sibling)."""
-    tested = book.weights_tested(pooled, run)
-    if tested.startswith("the run's own kept weights"):
+    own, tested = book.weights_tested(pooled, run)
+    if own:
         return f"one trained model, {tested}"
     return (f"the {run['config']['eval_pooler']} row is the run's record; the other rows test {tested}, so their "
             "differences from it mix the pooler with the retrain")
