@@ -201,10 +201,21 @@ def _probe_many(jobs: list[tuple[str, str, dict]], data_dir=None) -> dict[str, d
             print(f"probing {variant}", file=sys.stderr, flush=True)
             out[variant] = json.loads(json.dumps(run_probe(kind, cfg, data_dir, work)))
             runs.write_json_atomic(cache, out[variant])
+            _drop_checkpoints(Path(work))
     if "joblib" in sys.modules:  # the transfer probes' idle loky workers would hold a probe process 5 minutes
         from joblib.externals.loky import get_reusable_executor
         get_reusable_executor().shutdown(wait=True)
     return out
+
+
+def _drop_checkpoints(work: Path) -> None:
+    """Delete the training checkpoints (best.pt, last.pt) of the dependencies a probe trained: their kept copies
+    in models/ serve the later jobs, and a full check's ~40 PaSeR runs kept whole held 14 GB of disk, which a
+    CI machine did not have."""
+    for folder in work.iterdir():
+        if folder.is_dir() and not folder.is_symlink() and folder.name not in ("models", "cache"):
+            for checkpoint in folder.glob("*/*.pt"):
+                checkpoint.unlink()
 
 
 def probe_all(jobs: list[tuple[str, str, dict]], data_dir=None, workers: int = 2) -> dict[str, dict]:

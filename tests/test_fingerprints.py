@@ -304,3 +304,21 @@ def test_adopt_names_a_fingerprint_where_the_records_own_commit_computes_its_num
     record = json.loads(path.read_text())
     assert record["fingerprints"] == {variant: committed["fingerprint"]} and record["digest"] == runs.content_digest(record)
     assert runs.stale_reasons(record, store / "results") == []  # served again
+
+
+def test_a_probe_drops_its_dependencies_checkpoints_but_keeps_their_copies(tmp_path):
+    """After each probe the training folders' checkpoints go (a full check once held 14 GB of them); the kept
+    copies in models/ that later probes load, and the shared cache/, stay."""
+    shared = tmp_path / "shared-cache"
+    (shared / "chunker").mkdir(parents=True)
+    (shared / "chunker" / "keep.pt").write_bytes(b"c")
+    work = tmp_path / "work"
+    (work / "paser" / "abc").mkdir(parents=True)
+    (work / "models").mkdir()
+    for name in ("best.pt", "last.pt", "trace.json"):
+        (work / "paser" / "abc" / name).write_bytes(b"x")
+    (work / "models" / "paser-abc-1.pt").write_bytes(b"w")
+    (work / "cache").symlink_to(shared)
+    fingerprints._drop_checkpoints(work)
+    assert sorted(p.name for p in (work / "paser" / "abc").iterdir()) == ["trace.json"]
+    assert (work / "models" / "paser-abc-1.pt").exists() and (shared / "chunker" / "keep.pt").exists()
