@@ -1,6 +1,7 @@
 """Train the converged `cpu` runs the chapters' ports (issues 33-36) still miss, in priority order, on several
 processes at once: CPU lanes here, or many processes sharing one GPU. Each finished run lands in the run cache
-(results/) as it completes, so a cut-off session loses at most the runs in flight.
+(results/) as it completes, so a cut-off session loses at most the runs in flight. A cached run whose checks are
+missing is planned again for them alone (its kept weights are retrained where this machine lacks them).
 
     python scripts/fill_records.py plan [--out jobs.json]         # the missing runs, one JSON object each
     python scripts/fill_records.py run --workers 2 [--threads 1] [--jobs jobs.json] [--launch-until SECONDS] [--pack DIR]
@@ -182,7 +183,35 @@ def plan() -> list[dict]:
                 and all("before it had a fingerprint" in why for why in runs.stale_reasons(record)))
         if not held:
             planned[key] = job
+        elif missing := _missing_checks(record, job.get("checks", [])):  # served from the cache, then checked
+            planned[key] = {**job, "checks": missing}
     return list(planned.values())
+
+
+class _Missing(Exception):
+    """An evaluation the run cache lacks (raised instead of computing it: _missing_checks)."""
+
+
+def _missing_checks(record: dict, checks: list[str]) -> list[str]:
+    """The checks of a cached run whose evaluations the cache lacks (a session ended before they ran, and its kept
+    weights went with its machine): each check is called with every computation replaced by one that raises."""
+    from sre_repro.evaluate import cached
+
+    def absent(cfg, data_dir=None):
+        raise _Missing
+
+    computations = dict(cached.COMPUTE)
+    cached.COMPUTE.update({kind: absent for kind in computations})
+    try:
+        missing = []
+        for name in checks:
+            try:
+                CHECKS[name](record)
+            except _Missing:
+                missing.append(name)
+        return missing
+    finally:
+        cached.COMPUTE.update(computations)
 
 
 def _worker(queue, done, deadline: float) -> None:

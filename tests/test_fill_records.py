@@ -1,0 +1,28 @@
+"""scripts/fill_records.py plans a cached run again when the evaluations of its kept weights (its checks) are missing."""
+import importlib.util
+
+from conftest import ROOT
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("fill_records", ROOT / "scripts" / "fill_records.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_cached_runs_missing_check_is_found_without_computing_it_and_a_cached_one_is_not(monkeypatch):
+    from sre_repro.evaluate import cached
+    from sre_repro.evaluate.model import eval_config
+
+    fill = _script()
+    cfg = eval_config(model_name="tiny-random", tasks="stsb_dev", max_pairs=8)
+    calls = []
+    monkeypatch.setitem(fill.CHECKS, "dev", lambda record: calls.append(1) or cached.cached("eval", cfg))
+    computations = dict(cached.COMPUTE)
+    assert fill._missing_checks({}, ["dev"]) == ["dev"]
+    assert cached.COMPUTE == computations  # the real computations are back
+    assert not list(cached.runs.results_dir().glob("eval/*.json"))  # nothing was computed or saved
+    record = cached.cached("eval", cfg)  # now the check's evaluation is in the cache
+    assert fill._missing_checks({}, ["dev"]) == [] and len(calls) == 2
+    assert cached.cached("eval", cfg)["metrics"] == record["metrics"]
