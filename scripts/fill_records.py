@@ -13,7 +13,9 @@ after `--launch-until` seconds. `--pack DIR` writes every new record into DIR/re
 cache holds); a device call that carries only part of results/ runs a plan written here (`--jobs`). Runs are trained under the "pending" cpu recipe
 (settings.CAPS_PENDING); a job's "checks" are the evaluations of its kept weights made after it (CHECKS). When a
 pending cap moves into the converged recipe, plan again: the runs that start from the method's runs (supervised
-PaSeR) are then stale and listed.
+PaSeR) are then stale and listed. Before it moves, those runs are computed in a worktree with the move applied and
+staged (scripts/flip.py); there SRE_REPRO_WORK=<this checkout>/work shares the checkpoints, so a run the lane here
+began resumes there.
 """
 from __future__ import annotations
 
