@@ -51,8 +51,9 @@ def collect(folder: Path) -> None:
         state, name = line[:2], line[3:]
         if not name.endswith(".json") or name.startswith("results/pending/") or name.count("/") != 2:
             continue
-        source = folder / name
-        target = ROOT / name if state == "??" and not (ROOT / name).exists() else PENDING / Path(name).relative_to("results")
+        source, here = folder / name, ROOT / name
+        new_key = state == "??" and (not here.exists() or here.read_bytes() == source.read_bytes())  # collected before
+        target = here if new_key else PENDING / Path(name).relative_to("results")
         if target.exists() and target.read_bytes() == source.read_bytes():
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
