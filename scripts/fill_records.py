@@ -127,39 +127,44 @@ def _training(job: dict) -> dict:
     return {k: v for k, v in job.items() if k != "checks"}
 
 
+# A check computes what its chapter should read: a stale record (an evaluation of the weights a run had before it was
+# recomputed under the same key, as supervised PaSeR is when its start's cap moves) is computed again, not served
+FRESH = {"allow_stale": False}
+
+
 def _slt_fai_check(record: dict) -> str:
     from sre_repro.chapters import slt_fai
 
-    check = slt_fai.discriminator_check(record)["metrics"]
+    check = slt_fai.discriminator_check(record, **FRESH)["metrics"]
     return " ".join(f"{k} AUC {v['auc']:.3f} bal {v['balanced_accuracy']:.3f}" for k, v in check.items())
 
 
 def _decoder_check(record: dict) -> str:
     from sre_repro.chapters import paser
 
-    held = paser.decoder_check(record)["metrics"]["held_out"]
+    held = paser.decoder_check(record, **FRESH)["metrics"]["held_out"]
     return f"decoder loss {held['loss']:.3f} vs another's signal {held['loss_shuffled']:.3f}"
 
 
 def _poolers(record: dict) -> str:
     from sre_repro.chapters import paser
 
-    paser.pooler_scores(record, paser.grid("poolers", "cpu"))
+    paser.pooler_scores(record, paser.grid("poolers", "cpu"), **FRESH)
     return "poolers scored"
 
 
 def _pt_bert_checks(record: dict) -> str:
     from sre_repro.chapters import pt_bert
 
-    pt_bert.hard_subset(record, thresholds="strict")
-    pt_bert.length_control(record)
-    return f"h avg {pt_bert.h_test(record)['metrics']['h']['sts']['avg']:.2f}"
+    pt_bert.hard_subset(record, thresholds="strict", **FRESH)
+    pt_bert.length_control(record, **FRESH)
+    return f"h avg {pt_bert.h_test(record, **FRESH)['metrics']['h']['sts']['avg']:.2f}"
 
 
 def _qqp(record: dict) -> str:
     from sre_repro.chapters import paser
 
-    return f"QQP MAP {paser.retrieval(record)['metrics']['map']:.2f}"
+    return f"QQP MAP {paser.retrieval(record, **FRESH)['metrics']['map']:.2f}"
 
 
 # the evaluations of a run's kept weights that its chapter reads (a job's "checks"): each returns what it reports

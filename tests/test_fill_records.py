@@ -26,3 +26,25 @@ def test_a_cached_runs_missing_check_is_found_without_computing_it_and_a_cached_
     record = cached.cached("eval", cfg)  # now the check's evaluation is in the cache
     assert fill._missing_checks({}, ["dev"]) == [] and len(calls) == 2
     assert cached.cached("eval", cfg)["metrics"] == record["metrics"]
+
+
+def test_every_check_asks_for_a_fresh_evaluation_not_a_stale_one(monkeypatch):
+    """A recomputed run (supervised PaSeR after its start's cap moved) keeps its key, so its old checks are still in the
+    store, stale: a lane that served them would report the old weights' numbers as the new run's."""
+    from sre_repro.chapters import paser, pt_bert, slt_fai
+
+    fill, asked = _script(), []
+
+    def evaluation(*args, **kwargs):
+        asked.append(kwargs.get("allow_stale", True))
+        raise StopIteration
+
+    for module, name in ((paser, "decoder_check"), (paser, "retrieval"), (paser, "pooler_scores"), (slt_fai, "discriminator_check"),
+                         (pt_bert, "hard_subset")):
+        monkeypatch.setattr(module, name, evaluation)
+    for check in fill.CHECKS.values():
+        try:
+            check({})
+        except StopIteration:
+            pass
+    assert asked == [False] * len(fill.CHECKS)
