@@ -1,13 +1,14 @@
 """PaSeR's cap moving from 600 to 1200 steps at cpu (the "flip"), prepared while its runs are computed over several
 sessions on CPU lanes. The flip is scripts/flip.patch: PaSeR's cap into CPU_RECIPES["converged"] (CAPS_PENDING
 empties) and Table 9's fifth pooler, avg_first_last_emb, beside the paper's "First-last avg." (PaSeR's evaluation.py
-averages the embedding output and the last layer). The chapter's text is read against the records at the flip. Most of its runs have keys of their own and land in results/ as they finish;
-main's chapter does not read them until the flip. Supervised PaSeR does not: its key stays when its start's cap moves
-(settings.CAPS_PENDING), so its new records, and the evaluations of their kept weights, would replace records main's
-chapter reads now. They wait in results/pending/<kind>/<hash>.json, which the store never reads (runs.record_paths).
+averages the embedding output and the last layer); the chapter's text is read against the records at the flip.
+Most of its runs have keys of their own and land in results/ as they finish; main's chapter does not read them until
+the flip. Supervised PaSeR does not: its key stays when its start's cap moves (settings.CAPS_PENDING), so its new
+records, and the evaluations of their kept weights, would replace records main's chapter reads now. They wait in
+results/pending/<kind>/<hash>.json, which the store never reads (runs.record_paths).
 
     python scripts/flip.py worktree DIR   # a worktree of HEAD, the patch applied, the pending records in place
-    (cd DIR && python scripts/fill_records.py run --workers 2)   # the lane, with PYTHONPATH=DIR
+    cd DIR && PYTHONPATH=DIR SRE_REPRO_WORK=<here>/work python scripts/fill_records.py run --workers 1 --threads 2
     python scripts/flip.py collect DIR    # its finished records here: new keys to results/, the others to pending/
     python scripts/flip.py land           # the flip: the patch applied here, results/pending/ moved into results/
 """
