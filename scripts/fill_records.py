@@ -92,7 +92,7 @@ def wanted() -> list[dict]:
     add("slt_fai", S3, disc, **slt_fai.VARIANTS["the paper's ISF rule"], **at)
     for rate in (0.1, 0.3, 0.7, 0.9):
         add("slt_fai", S3, disc, low_rate=rate, **at)
-    # issue 36: PaSeR's rows (the headlines at 5 seeds, Eq. 2's signal and no augmentation at 3, supervised at 5
+    # issue 36: PaSeR's rows (the headlines at 5 seeds, Eq. 2's signal, no MLM and no augmentation at 3, supervised at 5
     # beside supervised SimCSE) and every grid row at the first seed: depths 1-8, Table 4's augmentations,
     # Table 5's maskings, Table 8's (m, n)
     # (every PaSeR run: the decoder check; the QQP retrieval rows; Table 9's poolers: the preset's first seed)
@@ -103,6 +103,7 @@ def wanted() -> list[dict]:
     add("paser", S5[1:], [*dec, *qqp])
     add("paser", S3, dec, signal="paper")
     add("paser", S3, dec, augment="none")
+    add("paser", S3, dec, mlm_weight=0.0)  # Sec. 4.3's "MLM does not hurt PaSeR" (the flip's chapter declares it)
     qqp_seeds = paser.seed_count("qqp_supervised", "cpu")  # the chapter retrieves with the first three supervised seeds
     add("simcse_sup", S5[:qqp_seeds], qqp)
     add("simcse_sup", S5[qqp_seeds:])

@@ -1,7 +1,10 @@
 """PaSeR's cap moving from 600 to 1200 steps at cpu (the "flip"), prepared while its runs are computed over several
 sessions on CPU lanes. The flip is scripts/flip.patch: PaSeR's cap into CPU_RECIPES["converged"] (CAPS_PENDING
 empties) and Table 9's fifth pooler, avg_first_last_emb, beside the paper's "First-last avg." (PaSeR's evaluation.py
-averages the embedding output and the last layer); the chapter's text is read against the records at the flip.
+averages the embedding output and the last layer), with what a second reader of the chapter against the paper found
+(Sec. 4.3's "MLM does not hurt PaSeR" as a non-inferiority claim on a new row without MLM, Table 4's "RS and RD also
+help", App. D's uniformity against the PLM, and the text mended); the chapter's text is read against the records at
+the flip.
 Most of its runs have keys of their own and land in results/ as they finish; main's chapter does not read them until
 the flip. Supervised PaSeR does not: its key stays when its start's cap moves (settings.CAPS_PENDING), so its new
 records, and the evaluations of their kept weights, would replace records main's chapter reads now. They wait in
