@@ -35,16 +35,21 @@ def test_every_check_asks_for_a_fresh_evaluation_not_a_stale_one(monkeypatch):
 
     fill, asked = _script(), []
 
-    def evaluation(*args, **kwargs):
+    def evaluation(*args, **kwargs):  # the last (or only) evaluation a check asks for
         asked.append(kwargs.get("allow_stale", True))
         raise StopIteration
 
+    def earlier_evaluation(*args, **kwargs):  # one a check asks for before its last
+        asked.append(kwargs.get("allow_stale", True))
+
     for module, name in ((paser, "decoder_check"), (paser, "retrieval"), (paser, "pooler_scores"), (slt_fai, "discriminator_check"),
-                         (pt_bert, "hard_subset")):
+                         (pt_bert, "h_test")):
         monkeypatch.setattr(module, name, evaluation)
+    for name in ("hard_subset", "length_control"):  # PT-BERT's check asks for three evaluations
+        monkeypatch.setattr(pt_bert, name, earlier_evaluation)
     for check in fill.CHECKS.values():
         try:
             check({})
         except StopIteration:
             pass
-    assert asked == [False] * len(fill.CHECKS)
+    assert asked == [False] * (len(fill.CHECKS) + 2)
