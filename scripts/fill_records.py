@@ -28,6 +28,7 @@ import tarfile
 import time
 import traceback
 from pathlib import Path
+from unittest import mock
 
 S5, S3 = [42, 43, 44, 45, 46], [42, 43, 44]
 
@@ -211,18 +212,14 @@ def _missing_checks(record: dict, checks: list[str]) -> list[str]:
     def absent(cfg, data_dir=None):
         raise _Missing
 
-    computations = dict(cached.COMPUTE)
-    cached.COMPUTE.update({kind: absent for kind in computations})
-    try:
-        missing = []
+    missing = []
+    with mock.patch.dict(cached.COMPUTE, {kind: absent for kind in cached.COMPUTE}):  # restored on the way out
         for name in checks:
             try:
                 CHECKS[name](record)
             except _Missing:
                 missing.append(name)
-        return missing
-    finally:
-        cached.COMPUTE.update(computations)
+    return missing
 
 
 def _worker(queue, done, deadline: float) -> None:
