@@ -53,6 +53,13 @@ def matched(better: dict[int, float], worse: dict[int, float]) -> list[float]:
     return [better[s] - worse[s] for s in sorted(set(better) & set(worse))]
 
 
+def at_shared_seeds(*groups: list[dict]) -> list[dict]:
+    """The runs a seed-matched claim rests on: each group's runs at the seeds every group ran (what `matched` pairs),
+    whatever order or seed count each group lists."""
+    shared = set.intersection(*({r["seed"] for r in group} for group in groups))
+    return [r for group in groups for r in group if r["seed"] in shared]
+
+
 def engaged_in_every(group: list[dict], check, summary=None) -> tuple[bool, str]:
     """A component's engagement over the runs a claim rests on (judge's `engagement` entry): engaged when
     `check(run)` -> (engaged, why), protocol.engaged's reading of one run, holds at every seed; else why names the
@@ -82,10 +89,16 @@ def run_flag(run: dict, rule: tuple[int, float] | None = None) -> str | None:
     return None if flag is None or flag.startswith("fixed budget") else flag
 
 
+def runs_where(groups: dict[str, list[dict]], mark) -> str:
+    """"name (seed s)" for every run of `groups` that mark(run) marks (True, or a reason shown after the seed:
+    "name (seed s: reason)"), or "none"."""
+    return ", ".join(f"{name} (seed {r['seed']}{'' if why is True else f': {why}'})" for name, group in groups.items()
+                     for r in group if (why := mark(r))) or "none"
+
+
 def flagged_runs(groups: dict[str, list[dict]], rule: tuple[int, float] | None = None) -> str:
     """"name (seed s: flag)" for every run of `groups` that no verdict may rest on (run_flag), or "none"."""
-    return ", ".join(f"{name} (seed {r['seed']}: {flag})" for name, group in groups.items() for r in group
-                     if (flag := run_flag(r, rule))) or "none"
+    return runs_where(groups, lambda run: run_flag(run, rule))
 
 
 def left_the_plm(runs_: list[dict], plm_dev: float | None) -> str | None:

@@ -382,6 +382,21 @@ def _package_of(commit: str, folder: Path) -> bool:
     return True
 
 
+# the change a lane computes with before it lands (scripts/flip.py: a worktree of the commit, this patch applied)
+PENDING_PATCH = "scripts/flip.patch"
+
+
+def _with_pending_patch(commit: str, folder: Path) -> bool:
+    """Apply `commit`'s pending patch (PENDING_PATCH, read out of git) to the package `_package_of` put in `folder`:
+    the tree a lane's worktree of that commit computed with; False where the commit has no such patch."""
+    patch = subprocess.run(["git", "-C", str(runs.REPO_ROOT), "show", f"{commit}:{PENDING_PATCH}"],
+                           capture_output=True, timeout=120)
+    alone = {**os.environ, "GIT_CEILING_DIRECTORIES": str(folder.parent)}  # a checkout around `folder` stays out
+    return not patch.returncode and not subprocess.run(["git", "apply", "--include=sre_repro/*", "-"], cwd=folder,
+                                                       input=patch.stdout, capture_output=True, env=alone,
+                                                       timeout=120).returncode
+
+
 def _defaults(kind: str, cfg: dict) -> dict:
     """The knob defaults of the method a (probe) config trains, its run's for an evaluation of kept weights."""
     from .config import defaults
@@ -393,7 +408,8 @@ def _defaults(kind: str, cfg: dict) -> dict:
 def adopt(root=None, data_dir=None) -> list[str]:
     """Name the committed fingerprint in the records that other source computed before their variant had one (a
     lane on an earlier commit, a device's copy of the tree), where that source computes the committed numbers:
-    the record's commit's package is read out of git, its source tree must be the one the record names (library
+    the record's commit's package is read out of git (with that commit's PENDING_PATCH applied where the package
+    alone is not the record's tree: a lane's worktree), its source tree must be the one the record names (library
     versions aside), and the variant's probe runs on it in a process of its own. A record whose source computes
     other numbers gets that source's own fingerprint, and so reads stale ("fingerprint X is now Y") and is
     recomputed; one whose commit git lacks, or whose tree is not its commit's, stays unnamed (stale too). Each
@@ -415,9 +431,11 @@ def adopt(root=None, data_dir=None) -> list[str]:
                 lines.append(f"kept unnamed: {len(held)} record link(s) of commit {commit or '(none)'}, which this "
                              "checkout's git history lacks")
                 continue
-            if runs.package_hash(Path(folder) / "sre_repro") != made:
+            package = Path(folder) / "sre_repro"
+            if runs.package_hash(package) != made and not (_with_pending_patch(commit, Path(folder))
+                                                              and runs.package_hash(package) == made):
                 lines.append(f"kept unnamed: {len(held)} record link(s) of commit {commit}: computed by a tree other "
-                             "than the commit's (uncommitted changes)")
+                             f"than the commit's, with or without its {PENDING_PATCH} (uncommitted changes)")
                 continue
             jobs = [(v, fingerprints[v]["kind"], fingerprints[v]["probe_config"],
                      _defaults(fingerprints[v]["kind"], fingerprints[v]["probe_config"])) for v in variants]

@@ -103,7 +103,8 @@ def _tree_hash(stamp: tuple, package: Path = PACKAGE) -> str:
 
 def package_hash(package: Path) -> str:
     """The source-tree hash (source_tree(), library versions aside) of the package in folder `package`."""
-    return _tree_hash(tuple((str(f), 0, 0) for f in sorted(package.rglob("*.py"))), package)
+    files = sorted(package.rglob("*.py"))  # sizes and times in the key: a package edited in place is hashed anew
+    return _tree_hash(tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files), package)
 
 
 def source_tree() -> str:

@@ -96,7 +96,7 @@ CPU_RECIPES = {
         # the discriminators' warm-up keeps its share of the run (5 %, ConSERT's 0.5 of 10 epochs); the cap the study
         # chose (runs at other seeds still improving at 600)
         "slt_fai": {**_CONVERGED, "lr": 3e-5, "head_lr": 1e-3, "max_steps": 1200, "aux_warmup_steps": 60},
-        "paser": {**_CONVERGED, "lr": 3e-4, "head_lr": 1e-3}},
+        "paser": {**_CONVERGED, "lr": 3e-4, "head_lr": 1e-3, "max_steps": 1200}},
     "fixed-budget": {
         **{m: dict(_FIXED_BUDGET) for m in ("simcse", "simcse_mlm", "ifm", "byop", "consert", "rankcse")},
         "simcse_sup": {**_FIXED_BUDGET, "lr": 5e-5}, "sarcse": {**_FIXED_BUDGET, "head_lr": 1e-3},
@@ -113,7 +113,7 @@ CPU_RECIPES = {
 # method's entry moves into CPU_RECIPES["converged"]. A run that starts from another run (supervised PaSeR from the
 # unsupervised one) keeps its key when its start's cap moves, so it cannot be computed beside its 600-step record:
 # once the entry has moved, train.starts_outdated finds it stale and a second `fill_records plan` lists it.
-CAPS_PENDING = {"paser": {"max_steps": 1200}}
+CAPS_PENDING: dict[str, dict] = {}
 CPU_RECIPES["pending"] = {m: {**knobs, **CAPS_PENDING.get(m, {})} for m, knobs in CPU_RECIPES["converged"].items()}
 
 # Quick mode (a chapter's `quick` parameter, config.use_quick_mode): a class run of a chapter's headline rows at one

@@ -120,6 +120,8 @@ def test_seed_matched_differences_pair_runs_by_seed_and_keep_the_plm_beside():
     assert claims.by_seed(method) == {44: 60.0, 42: 58.0, 43: 59.0}
     assert claims.by_seed(method, "stsb_dev")[42] == 59.0
     assert claims.matched(claims.by_seed(method), claims.by_seed(baseline)) == [1.0, -0.5]  # seeds 42, 43
+    shared = claims.at_shared_seeds(method, baseline)  # the runs those differences rest on, whatever each row's order
+    assert [(r["seed"], r["metrics"]["sts"]["avg"]) for r in shared] == [(42, 58.0), (43, 59.0), (42, 57.0), (43, 59.5)]
     lower = claims.matched(claims.by_seed(baseline, "alignment"), claims.by_seed(method, "alignment"))
     assert lower == pytest.approx([0.02, 0.01])
     row = judge(Claim("a", "aligns better", "superiority", "x", 0.065), lower, plm_value=0.0451)

@@ -266,16 +266,22 @@ cached("eval", eval_config(model_name="tiny-random", pooler="avg", tasks="stsb_d
 """
 
 
-def test_adopt_names_a_fingerprint_where_the_records_own_commit_computes_its_numbers(tmp_path, data_dir):
-    """A record an earlier commit computed before its variant had a fingerprint (a lane on an older checkout, a
-    device's copy) reads stale; `records adopt` probes the variant on that commit's package, read out of git,
-    and names the fingerprint only where the numbers are the committed ones."""
+def _committed_copy(tmp_path: Path, data_dir) -> tuple[Path, Path, list[str]]:
+    """A copy of the package committed to a git repository of its own, its store, and the git command line."""
     copy, store = tmp_path / "repo", tmp_path / "store"
     shutil.copytree(ROOT / "sre_repro", copy / "sre_repro", ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "data").write_text(str(data_dir))
     git = ["git", "-C", str(copy), "-c", "user.name=t", "-c", "user.email=t@t"]
     for args in (["init", "-q"], ["add", "sre_repro"], ["commit", "-q", "-m", "A"]):
         subprocess.run(git + args, check=True, capture_output=True)
+    return copy, store, git
+
+
+def test_adopt_names_a_fingerprint_where_the_records_own_commit_computes_its_numbers(tmp_path, data_dir):
+    """A record an earlier commit computed before its variant had a fingerprint (a lane on an older checkout, a
+    device's copy) reads stale; `records adopt` probes the variant on that commit's package, read out of git,
+    and names the fingerprint only where the numbers are the committed ones."""
+    copy, store, git = _committed_copy(tmp_path, data_dir)  # commit A
     assert _run(copy, store, code=ADOPT_RECORD).returncode == 0  # computed by commit A, no fingerprint yet
     _edit(copy, "runs.py", "def stale_reasons(", "# a later commit's comment\ndef stale_reasons(")  # tree B: same numbers
     # accept probes a variant whose every record other source computed (here B's probe: it names no record)
@@ -304,6 +310,34 @@ def test_adopt_names_a_fingerprint_where_the_records_own_commit_computes_its_num
     record = json.loads(path.read_text())
     assert record["fingerprints"] == {variant: committed["fingerprint"]} and record["digest"] == runs.content_digest(record)
     assert runs.stale_reasons(record, store / "results") == []  # served again
+
+
+def test_adopt_rebuilds_a_lanes_tree_from_its_commit_and_pending_patch(tmp_path, data_dir):
+    """A lane computes in a worktree of commit A with A's pending patch applied (scripts/flip.py), a tree that is
+    not A's package: `records adopt` applies the patch that A holds to A's package, finds the record's tree, and
+    adopts; a record whose tree neither gives stays unnamed."""
+    copy, store, git = _committed_copy(tmp_path, data_dir)
+    _edit(copy, "runs.py", "def stale_reasons(", "# the pending change\ndef stale_reasons(")  # the lane's patch
+    patch = subprocess.run(git + ["diff"], check=True, capture_output=True).stdout
+    (copy / "scripts").mkdir()
+    (copy / "scripts" / "flip.patch").write_bytes(patch)
+    for args in (["checkout", "sre_repro"], ["add", "scripts"], ["commit", "-q", "-m", "A"], ["apply", "scripts/flip.patch"]):
+        subprocess.run(git + args, check=True, capture_output=True)
+    assert _run(copy, store, code=ADOPT_RECORD).returncode == 0  # computed by A + its patch, no fingerprint yet
+    _edit(copy, "runs.py", "# the pending change\n", "# the change, landed\n")  # tree B: same numbers
+    made = _run(copy, store, "records", "accept", "--workers", "1")
+    assert made.returncode == 0 and "accepted eval-" in made.stdout, made.stdout + made.stderr[-2000:]
+    (path,) = (store / "results" / "eval").glob("*.json")
+    variant = next(iter(json.loads(path.read_text())["fingerprints"]))
+    done = _run(copy, store, "records", "adopt")
+    assert f"adopted {variant}: 1 record(s) of commit" in done.stdout, done.stdout + done.stderr
+    assert runs.stale_reasons(json.loads(path.read_text()), store / "results") == []
+    # the same record claimed by another tree (neither A's package nor A's patch gives it): unnamed, stale
+    record = json.loads(path.read_text())
+    other = {**record, "fingerprints": {variant: None}, "source_tree": "0123456789abcdef-torch0"}
+    path.write_text(json.dumps({**other, "digest": runs.content_digest(other)}))
+    done = _run(copy, store, "records", "adopt")
+    assert "kept unnamed: 1 record link(s) of commit" in done.stdout and "flip.patch" in done.stdout, done.stdout
 
 
 def test_a_probe_drops_its_dependencies_checkpoints_but_keeps_their_copies(tmp_path):

@@ -321,8 +321,9 @@ def test_the_paper_scale_plan_validates_every_run_before_training():
     from sre_repro.chapters import paser as chapter
 
     groups = chapter.plan("paper", [42, 43, 44])
-    # Table 1's three rows and Eq. 2's signal, Table 2's two, Figure 4's depths, Table 4 (none at three seeds), 5, 8
-    assert book.validate_plan(groups, "paper", model_name="bert-base-uncased") == 3 * 4 + 3 + 3 + 7 + (3 + 4) + 7 + 4
+    # Table 1's three rows, Eq. 2's signal and no MLM, Table 2's two, Figure 4's depths, Table 4 (none at three
+    # seeds), 5, 8
+    assert book.validate_plan(groups, "paper", model_name="bert-base-uncased") == 3 * 5 + 3 + 3 + 7 + (3 + 4) + 7 + 4
     assert groups["augment none"][1] == groups["PaSeR (Eq. 2 signal)"][1] == [42, 43, 44] and groups["augment rs"][1] == [42]
     sup = resolve(overrides={"method": "paser", "scale": "paper", "seed": 42, **groups["PaSeR (supervised)"][2]})
     simcse_sup = resolve(overrides={"method": "simcse_sup", "scale": "paper"})
@@ -452,6 +453,17 @@ def test_the_decoder_engages_only_below_both_guesses_that_ignore_the_sentence():
     assert not chapter.decoder_engaged(_paser_run(42, first=8.0, kept=7.28), held(4.6, 7.5, 5.8))[0]
 
 
+def test_unengaged_runs_names_the_grid_rows_whose_decoder_did_not_engage():
+    from sre_repro.chapters import paser as chapter
+
+    held = lambda loss, other, entropy: {"metrics": {"held_out": {"loss": loss, "loss_shuffled": other, "unigram_entropy": entropy}}}  # noqa: E731
+    engaged, above_entropy = _paser_run(42, 8.0, 5.0), _paser_run(42, 8.0, 5.0)  # VP's case: beats another's signal only
+    engaged["config_hash"], above_entropy["config_hash"] = "a", "b"
+    checks = {"a": held(4.6, 7.5, 5.8), "b": held(4.6, 4.8, 3.6)}
+    assert chapter.unengaged_runs({"RAKE top5": [engaged], "VP": [above_entropy]}, checks) == "VP (seed 42)"
+    assert chapter.unengaged_runs({"RAKE top5": [engaged]}, checks) == "none"
+
+
 def test_within_level_variance_and_the_cosine_band_against_a_hand_computation():
     from sre_repro.chapters import paser as chapter
 
@@ -514,7 +526,12 @@ def test_the_chapter_declares_its_claims_with_types_and_the_paper_effects():
     assert round(claims["paser_four_tasks"].paper_effect, 2) == 2.14 and round(claims["supervised_paser"].paper_effect, 2) == 1.04
     assert round(claims["sr_beats_none"].paper_effect, 1) == 3.9 and round(claims["paser_beats_cmlm"].paper_effect, 2) == 8.94
     assert round(claims["none_beats_plm"].paper_effect, 1) == 42.4  # Table 4: 73.8 without augmentation, BERT-[CLS] 31.4
-    assert {claims[c].type for c in ("alignment_vs_plm", "levels_vs_plm")} == {"geometry"}
+    assert {claims[c].type for c in ("alignment_vs_plm", "levels_vs_plm", "uniformity_vs_plm")} == {"geometry"}
+    # Table 4's (iii): RS and RD each 74.2 against 73.8 without augmentation
+    assert [round(claims[c].paper_effect, 1) for c in ("rs_beats_none", "rd_beats_none")] == [0.4, 0.4]
+    # Sec. 4.3 (ii) as the paper states it: MLM does not hurt PaSeR (no PaSeR without MLM in the paper: no effect)
+    no_harm = claims["mlm_does_not_hurt_paser"]
+    assert (no_harm.type, no_harm.margin, no_harm.paper_effect) == ("non-inferiority", chapter.PARITY_MARGIN, None)
     assert all(chapter.DECODER in c.components for cid, c in claims.items()
                if cid not in ("mlm_hurts_simcse", "cls_beats_avg", "paser_beats_cmlm"))
 
@@ -554,3 +571,13 @@ def test_every_grid_claim_compares_rows_its_grid_runs_at_paper_scale():
     assert set(chapter.GRID_COMPARED) <= set(chapter.CLAIMS)
     for claim_id, (parameter, better, worse) in chapter.GRID_COMPARED.items():
         assert better in grids[parameter] and worse in grids[parameter], claim_id
+
+
+def test_the_plan_runs_paser_without_mlm_beside_it_at_the_secondary_seeds():
+    from sre_repro.chapters import paser as chapter
+
+    groups = chapter.plan("cpu", [42, 43, 44, 45, 46])
+    method, seeds, overrides = groups["PaSeR (no MLM)"]
+    assert (method, seeds, overrides) == ("paser", [42, 43, 44], {"mlm_weight": 0.0})
+    assert groups["PaSeR"][1] == [42, 43, 44, 45, 46] and "mlm_weight" not in groups["PaSeR"][2]
+    assert chapter.plan("smoke", [42])["PaSeR (no MLM)"][1] == [42]

@@ -6,7 +6,7 @@ import torch
 
 from sre_repro import runs
 from sre_repro.config import resolve
-from sre_repro.settings import CAPS_PENDING
+from sre_repro.settings import CAPS_PENDING, CPU_RECIPES
 from sre_repro.train import Interrupted, parameter_groups, relative_change, train, training_summary
 
 SARCSE = {"method": "sarcse", "scale": "smoke", "head_lr": 1e-2, "head_warmup_ratio": 0.5}
@@ -306,7 +306,7 @@ def test_the_budget_check_lengthens_a_run_still_improving_and_evaluates_finer_on
     assert slt_fai["aux_warmup_steps"] == 30 and recipe.at_cap(slt_fai, 1200)["aux_warmup_steps"] == 60
 
 
-def test_another_seed_still_improving_at_the_cap_lengthens_the_cap_whatever_the_study_seed_gains():
+def test_another_seed_still_improving_at_the_cap_lengthens_the_cap_whatever_the_study_seed_gains(monkeypatch):
     """The budget check's cap, asked for by a chapter's run at another seed (PaSeR's seed 44 at 600 steps): the
     next cap is chosen even when the study's own seed gains nothing there, because its gain does not answer the
     other seed's curve; the study's own run still improving alone keeps the tolerance rule."""
@@ -343,4 +343,8 @@ def test_another_seed_still_improving_at_the_cap_lengthens_the_cap_whatever_the_
     row = recipe.study_choices(records, "cpu").loc["paser"]
     assert row["chosen cap"] == "1200" and row["other seeds' runs"].startswith("seed 44 still improving at cap 600")
     beside = recipe.presets_beside_study(records, "cpu")
-    assert beside.loc["paser", "cap"] == "600 / 1200" and not beside.loc["paser", "follows the study"]
+    assert beside.loc["paser", "cap"] == "1200 / 1200"  # the preset at the study's cap
+    with monkeypatch.context() as m:  # before it moved: the preset's cap beside the study's, not following it
+        m.setitem(CPU_RECIPES["converged"], "paser", {**CPU_RECIPES["converged"]["paser"], "max_steps": 600})
+        beside = recipe.presets_beside_study(records, "cpu")
+        assert beside.loc["paser", "cap"] == "600 / 1200" and not beside.loc["paser", "follows the study"]

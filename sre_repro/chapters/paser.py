@@ -1,5 +1,6 @@
 """The PaSeR chapter's plan: Table 1's trained rows (SimCSE and SimCSE + MLM on the same unlabelled STS
-sentences as PaSeR), supervised PaSeR (Table 2), Eq. 2's signal and no augmentation beside the book's PaSeR, the
+sentences as PaSeR), supervised PaSeR (Table 2), Eq. 2's signal, PaSeR without its MLM term and no augmentation
+beside the book's PaSeR, the
 ablation grids (decoder depth, augmentation, masking, m and n), QQP retrieval, the pooler comparison and the
 decoder check of a run's kept weights (records of their own kinds), the QQP neighbours and decoder
 reconstructions shown, and the claims it judges with the paper's effects."""
@@ -22,7 +23,7 @@ GRIDS = {
     "maskings": {"smoke": ["RAKE top1", "NP+VP"],
                  "default": ["NP", "VP", "NP+VP", "RAKE top1", "RAKE top2", "RAKE top3", "RAKE top4"]},
     "mn": {"smoke": [[1.0, 1.0]], "default": [[0.1, 1.0], [1.0, 1.0], [10.0, 1.0], [10.0, 0.1]]},
-    "poolers": {"default": ["cls", "avg", "avg_top2", "avg_first_last"]},
+    "poolers": {"default": ["cls", "avg", "avg_top2", "avg_first_last", "avg_first_last_emb"]},
     # QQP pairs retrieval is scored on (0: the whole test split; smoke: an evenly spaced subset)
     "qqp_pairs": {"smoke": [1000], "default": [0]},
 }
@@ -32,7 +33,8 @@ MASKINGS = {"NP": {"phrase_extractor": "syntactic", "syntactic_types": "NP"},
             "NP+VP": {"phrase_extractor": "syntactic", "syntactic_types": "NP+VP"},
             **{f"RAKE top{k}": {"mask_top_k": k} for k in range(1, 6)}}
 # How many seeds each part runs at each scale (the first n of the edition's seeds): Table 2 is a headline (five,
-# claims.HEADLINE_SEEDS); SimCSE + MLM, Eq. 2's signal and "no augmentation" carry claims that are not (three).
+# claims.HEADLINE_SEEDS); SimCSE + MLM, Eq. 2's signal, PaSeR without MLM and "no augmentation" carry claims that
+# are not (three).
 # QQP retrieval of the supervised rows reads kept weights (supervised SimCSE's committed cpu records predate it: a
 # machine without their weights retrains each once, 15-35 CPU minutes a seed): three seeds
 SEED_COUNTS = {"supervised": {"smoke": 1, "default": 5}, "simcse_mlm": {"smoke": 1, "default": 3},
@@ -79,6 +81,8 @@ def plan(scale: str, seed_list: list[int], decoder_layers=None, augments=None, m
     groups = {name: (method, seed_list[:n_mlm] if name == "SimCSE + MLM" else seed_list, overrides)
               for name, (method, overrides) in unsupervised_rows().items()}
     groups["PaSeR (Eq. 2 signal)"] = ("paser", few, {"signal": "paper"})
+    # Sec. 4.3 (ii): MLM hurts SimCSE but not PaSeR, "naturally combined with MLM"; the paper runs no PaSeR without it
+    groups["PaSeR (no MLM)"] = ("paser", few, {"mlm_weight": 0.0})
     groups["SimCSE (supervised)"] = ("simcse_sup", seed_list[:n_sup], {})
     groups["PaSeR (supervised)"] = ("paser", seed_list[:n_sup], supervised_overrides(scale))
     first = seed_list[:1]
@@ -271,7 +275,8 @@ def _paper_effects() -> dict[str, float]:
             "qqp_mrr_unsup": t3u["PaSeR-BERT-base"][1] - t3u["SimCSE-BERT-base"][1],
             "qqp_map_sup": t3s["PaSeR-BERT-base"][0] - t3s["SimCSE-BERT-base"][0],
             "qqp_mrr_sup": t3s["PaSeR-BERT-base"][1] - t3s["SimCSE-BERT-base"][1],
-            "sr_vs_none": t4["sr"][0] - t4["none"][0], "none_vs_plm": t4["none"][0] - t4["BERT-[CLS]"][0],
+            "sr_vs_none": t4["sr"][0] - t4["none"][0], "rs_vs_none": t4["rs"][0] - t4["none"][0],
+            "rd_vs_none": t4["rd"][0] - t4["none"][0], "none_vs_plm": t4["none"][0] - t4["BERT-[CLS]"][0],
             "sr_vs_srrd": t4["sr"][0] - t4["sr+rd"][0], "sr_vs_srrs": t4["sr"][0] - t4["sr+rs"][0],
             "rake_vs_syntactic": t5["RAKE top5"][0] - t5["NP+VP"][0], "npvp_vs_np": t5["NP+VP"][0] - t5["NP"][0],
             "npvp_vs_vp": t5["NP+VP"][0] - t5["VP"][0], "top3_vs_top1": t5["RAKE top3"][0] - t5["RAKE top1"][0],
@@ -299,6 +304,9 @@ CLAIMS = {c.id: c for c in [
     Claim("paser_beats_simcse_mlm", "PaSeR, which includes MLM, beats SimCSE + MLM (the book's reading of Table 1; "
           "Sec. 4.3's words are that PaSeR is 'naturally combined with MLM')", "superiority",
           "PaSeR - SimCSE + MLM, average STS, seed-matched", _EFFECT["paser_vs_simcse_mlm"], (DECODER,)),
+    Claim("mlm_does_not_hurt_paser", "MLM does not hurt PaSeR as it hurts SimCSE (Sec. 4.3 (ii): PaSeR is 'naturally "
+          "combined with MLM'; the paper reports no PaSeR without it, so no effect of its own)", "non-inferiority",
+          "PaSeR - PaSeR without MLM (mlm_weight=0), average STS, seed-matched", None, (DECODER,), margin=PARITY_MARGIN),
     Claim("qqp_map_unsup", "PaSeR beats SimCSE on QQP MAP, unsupervised (Table 3)", "superiority",
           "PaSeR - SimCSE, QQP MAP, seed-matched", _EFFECT["qqp_map_unsup"], (DECODER,)),
     Claim("qqp_mrr_unsup", "PaSeR beats SimCSE on QQP MRR@10, unsupervised (Table 3)", "superiority",
@@ -309,7 +317,12 @@ CLAIMS = {c.id: c for c in [
           "PaSeR (supervised) - SimCSE (supervised), QQP MRR@10, seed-matched", _EFFECT["qqp_mrr_sup"], (DECODER,)),
     Claim("sr_beats_none", "synonym replacement beats no augmentation (Table 4, STS12-16)", "superiority",
           "PaSeR (SR) - PaSeR without augmentation, STS12-16, seed-matched", _EFFECT["sr_vs_none"], (DECODER,)),
-    Claim("none_beats_plm", "without augmentation PaSeR already gains on the untrained PLM (Table 4's (i): 'remarkable "
+    Claim("rs_beats_none", "random swapping beats no augmentation (Sec. 4.5.2 (iii) on Table 4: 'RS and RD also help, but with a "
+          "much smaller effect', STS12-16)", "superiority",
+          f"PaSeR (RS) - PaSeR without augmentation, STS12-16, {_ONE_SEED}", _EFFECT["rs_vs_none"], (DECODER,)),
+    Claim("rd_beats_none", "random deletion beats no augmentation (Sec. 4.5.2 (iii) on Table 4, STS12-16)", "superiority",
+          f"PaSeR (RD) - PaSeR without augmentation, STS12-16, {_ONE_SEED}", _EFFECT["rd_vs_none"], (DECODER,)),
+    Claim("none_beats_plm", "without augmentation PaSeR already gains on the untrained PLM (Sec. 4.5.2 (i) on Table 4: 'remarkable "
           "performance gain without any data augmentation')", "superiority",
           "PaSeR without augmentation - the untrained PLM (the runs' test pooler; the paper: BERT-[CLS]), STS12-16, each seed",
           _EFFECT["none_vs_plm"], (DECODER,)),
@@ -343,11 +356,15 @@ CLAIMS = {c.id: c for c in [
           "superiority", "SimCSE - PaSeR alignment on STS-B test, seed-matched", _EFFECT["alignment"], (DECODER,)),
     Claim("alignment_vs_plm", "PaSeR's alignment, beside the untrained PLM's (App. D reads 0.17 as PaSeR's)",
           "geometry", "PaSeR's alignment on STS-B test, each seed, against the untrained PLM's", None, (DECODER,)),
+    Claim("uniformity_vs_plm", "PaSeR's uniformity is much better than the untrained BERT's (App. D: 'much better "
+          "uniformity' than BERT-[CLS] or BERT-avg; the paper prints no value)", "geometry",
+          "PaSeR's uniformity on STS-B test, each seed, against the untrained PLM's (the runs' test pooler)", None,
+          (DECODER,)),
     Claim("levels_tighter_than_simcse", "PaSeR's cosines vary less within the STS-B gold levels than SimCSE's, on "
           "average over levels (Table 10: 'almost all' levels; 0-1 is the exception)", "superiority", "SimCSE - PaSeR, within-level cosine variance (mean over levels, x 1000), "
           "seed-matched", _EFFECT["level_variance"], (DECODER,)),
-    Claim("levels_tighter_relative", "the same, relative to each model's total cosine variance (tighter levels, not "
-          "only crowded cosines)", "superiority", "SimCSE - PaSeR, within-level / total cosine variance (mean over "
+    Claim("levels_tighter_relative", "the same, relative to each model's total cosine variance (the book's control: "
+          "tighter levels, not only crowded cosines; the paper makes no such claim)", "superiority", "SimCSE - PaSeR, within-level / total cosine variance (mean over "
           "levels, x 100), seed-matched", None, (DECODER,)),
     Claim("levels_vs_plm", "PaSeR's within-level cosine variance, beside the untrained PLM's (Table 10)", "geometry",
           "PaSeR's within-level variance (mean over levels, x 1000), each seed, against the untrained PLM's",
@@ -357,7 +374,8 @@ CLAIMS = {c.id: c for c in [
 ]}
 # the grid claims: claim id -> (the notebook parameter whose grid holds the rows, the better row, the worse row),
 # compared on STS12-16 at the grid's seeds
-GRID_COMPARED = {"sr_beats_none": ("augments", "sr", "none"), "sr_rd_no_gain": ("augments", "sr", "sr+rd"),
+GRID_COMPARED = {"sr_beats_none": ("augments", "sr", "none"), "rs_beats_none": ("augments", "rs", "none"),
+                 "rd_beats_none": ("augments", "rd", "none"), "sr_rd_no_gain": ("augments", "sr", "sr+rd"),
                  "sr_rs_no_gain": ("augments", "sr", "sr+rs"), "rake_beats_syntactic": ("maskings", "RAKE top5", "NP+VP"),
                  "npvp_beats_np": ("maskings", "NP+VP", "NP"), "npvp_beats_vp": ("maskings", "NP+VP", "VP"),
                  "top3_beats_top1": ("maskings", "RAKE top3", "RAKE top1"), "top5_beats_top1": ("maskings", "RAKE top5", "RAKE top1"),
@@ -398,7 +416,7 @@ def sts12_16_by_seed(group: list[dict]) -> dict[int, float]:
 
 def over_plm(group: list[dict], plm_record: dict) -> list[float]:
     """Per run, its STS12-16 average minus the untrained PLM's (`plm_record`: book.raw_counterpart's evaluation
-    with the pooler the runs are tested with): Table 4's (i), a trained row against the PLM it started from."""
+    with the pooler the runs are tested with): Sec. 4.5.2 (i), a trained row against the PLM it started from."""
     plm = float(np.mean([plm_record["metrics"]["sts"][y] for y in YEARS]))
     return [value - plm for value in sts12_16_by_seed(group).values()]
 
@@ -406,6 +424,11 @@ def over_plm(group: list[dict], plm_record: dict) -> list[float]:
 def retrieval_by_seed(group: list[dict], records: list[dict], metric: str) -> dict[int, float]:
     """seed -> `metric` ("map", "mrr@10") of each run's retrieval record (records[i] is group[i]'s)."""
     return {run["seed"]: record["metrics"][metric] for run, record in zip(group, records)}
+
+
+def unengaged_runs(groups: dict[str, list[dict]], checks: dict[str, dict]) -> str:
+    """"name (seed s)" for every run of `groups` whose decoder did not engage (decoder_engaged), or "none"."""
+    return claims.runs_where(groups, lambda run: not decoder_engaged(run, checks[run["config_hash"]]["metrics"])[0])
 
 
 def engagement_table(groups: dict[str, list[dict]], checks: dict[str, dict]) -> pd.DataFrame:
