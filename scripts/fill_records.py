@@ -104,7 +104,7 @@ def wanted() -> list[dict]:
     add("paser", S5[1:], [*dec, *qqp])
     add("paser", S3, dec, signal="paper")
     add("paser", S3, dec, augment="none")
-    add("paser", S3, dec, mlm_weight=0.0)  # Sec. 4.3's "MLM does not hurt PaSeR" (the flip's chapter declares it)
+    add("paser", S3, dec, mlm_weight=0.0)  # Sec. 4.3's "MLM does not hurt PaSeR" (the chapter declares it)
     qqp_seeds = paser.seed_count("qqp_supervised", "cpu")  # the chapter retrieves with the first three supervised seeds
     add("simcse_sup", S5[:qqp_seeds], qqp)
     add("simcse_sup", S5[qqp_seeds:])

@@ -1,14 +1,12 @@
-"""PaSeR's cap moving from 600 to 1200 steps at cpu (the "flip"), prepared while its runs are computed over several
-sessions on CPU lanes. The flip is scripts/flip.patch: PaSeR's cap into CPU_RECIPES["converged"] (CAPS_PENDING
-empties) and Table 9's fifth pooler, avg_first_last_emb, beside the paper's "First-last avg." (PaSeR's evaluation.py
-averages the embedding output and the last layer), with what a second reader of the chapter against the paper found
-(Sec. 4.3's "MLM does not hurt PaSeR" as a non-inferiority claim on a new row without MLM, Table 4's "RS and RD also
-help", App. D's uniformity against the PLM, and the text mended); the chapter's text is read against the records at
-the flip.
-Most of its runs have keys of their own and land in results/ as they finish; main's chapter does not read them until
-the flip. Supervised PaSeR does not: its key stays when its start's cap moves (settings.CAPS_PENDING), so its new
-records, and the evaluations of their kept weights, would replace records main's chapter reads now. They wait in
-results/pending/<kind>/<hash>.json, which the store never reads (runs.record_paths).
+"""A change staged while its records are computed over several sessions on CPU lanes (the "flip"), then landed at
+once. First used for PaSeR's cap moving from 600 to 1200 steps at cpu (landed in commit d0eae4d; records adopt still
+reads each lane record's commit's own scripts/flip.patch, fingerprints.PENDING_PATCH). The change is
+scripts/flip.patch, made in a worktree with `git diff > scripts/flip.patch` and committed beside the records.
+Most of a flip's runs have keys of their own and land in results/ as they finish; main's chapter does not read them
+until the flip. A run that starts from another's weights (supervised PaSeR) does not: its key stays when its
+start's cap moves (settings.CAPS_PENDING), so its new records, and the evaluations of their kept weights, would
+replace records main's chapter reads now. They wait in results/pending/<kind>/<hash>.json, which the store never
+reads (runs.record_paths).
 
     python scripts/flip.py worktree DIR   # a worktree of HEAD, the patch applied, the pending records in place
     cd DIR && PYTHONPATH=DIR SRE_REPRO_WORK=<here>/work python scripts/fill_records.py run --workers 1 --threads 2
