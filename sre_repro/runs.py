@@ -225,13 +225,18 @@ def set_aside(path: Path, why: str) -> None:
         print(f"sre-repro: record {path} {why}: set aside as {aside.name}; it will be recomputed", file=sys.stderr)
 
 
+def note_read(path: Path) -> None:
+    """Log a record the book reads to SRE_REPRO_READ_LOG, if set (scripts/unread_results.py lists the others)."""
+    if log := os.environ.get("SRE_REPRO_READ_LOG"):
+        with open(log, "a") as f:
+            f.write(f"{path.resolve()}\n")
+
+
 def read(kind: str, cfg: dict, root=None) -> dict | None:
     """The stored result for this config, or None if absent. Sets result['stale']. A record that cannot be
     parsed or does not match its digest is set aside, with one line saying so (its run is then recomputed)."""
     path = run_path(kind, cfg, root)
-    if log := os.environ.get("SRE_REPRO_READ_LOG"):  # which records the book reads (scripts/unread_results.py)
-        with open(log, "a") as f:
-            f.write(f"{path.resolve()}\n")
+    note_read(path)
     try:
         text = path.read_text()
     except OSError:

@@ -226,7 +226,10 @@ def test_the_appendix_tables_keep_their_own_columns():
     assert list(study["flag"]) == ["still improving at the cap", "–"] and study.loc["a", "STS-B dev (best)"] == 61.23
 
 
-def test_the_budget_check_lengthens_a_run_still_improving_and_evaluates_finer_one_that_kept_its_first():
+def test_the_budget_check_lengthens_a_run_still_improving_and_evaluates_finer_one_that_kept_its_first(tmp_path, monkeypatch):
+    import json
+    from pathlib import Path
+
     from sre_repro import protocol
     from sre_repro.chapters import recipe
 
@@ -298,7 +301,11 @@ def test_the_budget_check_lengthens_a_run_still_improving_and_evaluates_finer_on
     # ... or a chapter's variant of the method on the same schedule (any knob of its own), not another schedule's run
     runs.save("simcse_sup", resolve(overrides={**overrides, "seed": 45, "temperature": 0.1}), first_kept(58.0))
     runs.save("simcse_sup", resolve(overrides={**overrides, "seed": 46, "lr": 1e-4}), first_kept(58.0))
+    log = tmp_path / "read.log"  # the records it reads by folder are logged for scripts/unread_results.py
+    monkeypatch.setenv("SRE_REPRO_READ_LOG", str(log))
     assert recipe.flagged_at_other_seeds(overrides, "kept_first_evaluation") == [43, 45]
+    assert sorted(int(json.loads(Path(line).read_text())["config"]["seed"]) for line in log.read_text().split()) == [43, 44, 45]
+    monkeypatch.delenv("SRE_REPRO_READ_LOG")
     assert recipe.flagged_at_other_seeds(overrides, "still_improving_at_cap") == []
     assert [o["eval_steps"] for o, _ in chain({(600, 20): record(60.0, False), (600, 5): first_kept(58.5, every=5, patience=40, at=15)})] == [20, 5]
     # a knob counted in steps keeps its share of the cap (SLT-FAI's auxiliary warm-up: 5 %)

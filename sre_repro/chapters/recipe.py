@@ -316,8 +316,10 @@ def flagged_at_other_seeds(overrides: dict, flag: str) -> list[int]:
     found = set()
     for path in sorted((runs.results_dir() / overrides["method"]).glob("*.json")):
         cfg, flags = _config_and_flags(str(path), path.stat().st_mtime_ns)
-        if cfg.get("seed") in seeds and all(cfg.get(k) == v for k, v in schedule.items()) and flags[flag]:
-            found.add(cfg["seed"])
+        if cfg.get("seed") in seeds and all(cfg.get(k) == v for k, v in schedule.items()):
+            runs.note_read(path)  # read by the store's folder, not by key: logged here for unread_results.py
+            if flags[flag]:
+                found.add(cfg["seed"])
     return sorted(found)
 
 
