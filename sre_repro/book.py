@@ -301,6 +301,18 @@ def per_run(groups: dict[str, list[dict]], method: str, read, data_dir=None) -> 
     return found
 
 
+@lru_cache(maxsize=8)
+def mlm_baseline(model_name: str, train_data: str, max_len: int, data_dir=None) -> float:
+    """The MLM term's trivial baseline for runs of `model_name` on `train_data` (masked_lm.target_entropy of its
+    training sentences): a reading of the data, computed in seconds, so no record holds it."""
+    from .encoder import load_tokenizer
+    from .masked_lm import target_entropy
+    from .methods.common import training_sentences
+
+    sentences = training_sentences({"train_data": train_data, "method": "the MLM term"}, data_dir)
+    return target_entropy(load_tokenizer(model_name), sentences, max_len)
+
+
 def best_row(results: dict[str, dict], prefix: str = "", poolings_only: bool = False) -> str:
     """The name of the result with the highest average STS (among names starting with `prefix`; with
     `poolings_only`, among the training-free poolings, leaving out whitening, which fits a transformation)."""

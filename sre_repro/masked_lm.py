@@ -5,10 +5,12 @@ computed at the masked positions only (the same loss, ~1/0.15 less softmax work)
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from functools import lru_cache
 
 import torch
 import torch.nn.functional as F
+from scipy import stats
 from torch import nn
 
 from .encoder import resolve_model_path
@@ -64,3 +66,14 @@ def mlm_loss(encoder, head: nn.Module, batch: dict, probability: float = 0.15) -
     if not chosen.any():
         return hidden.sum() * 0.0
     return F.cross_entropy(head(hidden[chosen]).float(), labels[chosen])
+
+
+def target_entropy(tokenizer, sentences: list[str], max_len: int) -> float:
+    """The MLM term's trivial baseline: the unigram entropy (nats, as the loss) of the tokens it may mask in
+    `sentences`, tokenised as in training (cut at max_len, special tokens never masked), which is the loss of a
+    guess that reads neither the sentence nor the masked context. Masking draws its positions uniformly, so the
+    masked targets follow this distribution in expectation."""
+    special = set(tokenizer.all_special_ids)
+    ids = tokenizer(list(sentences), truncation=True, max_length=max_len)["input_ids"]
+    counts = Counter(token for row in ids for token in row if token not in special)
+    return float(stats.entropy(list(counts.values())))

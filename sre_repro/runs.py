@@ -113,9 +113,7 @@ def source_tree() -> str:
     import torch
     import transformers
 
-    files = sorted(PACKAGE.rglob("*.py"))
-    stamp = tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
-    return f"{_tree_hash(stamp)}-torch{torch.__version__}-transformers{transformers.__version__}"
+    return f"{package_hash(PACKAGE)}-torch{torch.__version__}-transformers{transformers.__version__}"
 
 
 def computed_by(record: dict, tree: str, other_versions: bool = False) -> bool:

@@ -13,6 +13,7 @@ from sre_repro.config import resolve
 from sre_repro.errors import SreError
 from sre_repro.evaluate.retrieval import average_precision, qqp_task, rank_scores, reciprocal_rank
 from sre_repro.masked_lm import mlm_loss
+from sre_repro import claims
 from sre_repro import eda as E
 from sre_repro import generative as G
 from sre_repro import phrases as Ph
@@ -453,6 +454,35 @@ def test_the_decoder_engages_only_below_both_guesses_that_ignore_the_sentence():
     assert not chapter.decoder_engaged(_paser_run(42, first=8.0, kept=7.28), held(4.6, 7.5, 5.8))[0]
 
 
+def test_the_mlm_term_engages_only_when_it_fell_by_the_share_and_ends_below_the_unigram_entropy():
+    from sre_repro.chapters import paser as chapter
+
+    def run(seed, first, kept, weight=1.0):
+        return {"seed": seed, "training": {"terms": {"loss_mlm": {"first": first, "kept": kept, "weight": weight}}}}
+
+    ok, why = chapter.mlm_engaged(run(42, 4.057, 3.860), 6.845)  # SimCSE + MLM seed 42: fell 4.9 %, below 6.845
+    assert not ok and "fell 4.9% (less than the 10% asked)" in why and "below its trivial baseline 6.845" in why
+    assert chapter.mlm_engaged(run(44, 4.808, 4.085), 6.845)[0]      # fell 15.0 %, below the entropy
+    assert not chapter.mlm_engaged(run(44, 9.0, 7.0), 6.845)[0]      # fell 22 %, but no better than the unigram guess
+    # a claim's engagement reads every run that trains the term, and skips one without it (mlm_weight 0)
+    group = [run(42, 4.808, 4.085), run(43, 4.685, 4.343), run(44, 5.0, 5.0, weight=0.0)]
+    assert [r["seed"] for r in chapter.with_mlm(group)] == [42, 43]
+    ok, why = claims.engaged_in_every(chapter.with_mlm(group), lambda r: chapter.mlm_engaged(r, 6.845))
+    assert not ok and why.startswith("seed 43: fell 7.3%")
+
+
+def test_the_mlm_baseline_is_the_unigram_entropy_of_the_maskable_tokens():
+    from sre_repro.encoder import load_tokenizer
+    from sre_repro.masked_lm import target_entropy
+
+    tokenizer = load_tokenizer("minilm")
+    # "cat cat dog" -> [CLS] cat cat dog [SEP]: the specials are never masked, so the targets are cat, cat, dog
+    p = np.array([2 / 3, 1 / 3])
+    assert target_entropy(tokenizer, ["cat cat dog"], 32) == pytest.approx(-(p * np.log(p)).sum())
+    # cut at max_len as in training: [CLS] cat [SEP] leaves one token, entropy 0
+    assert target_entropy(tokenizer, ["cat cat dog"], 3) == pytest.approx(0.0)
+
+
 def test_unengaged_runs_names_the_grid_rows_whose_decoder_did_not_engage():
     from sre_repro.chapters import paser as chapter
 
@@ -534,6 +564,8 @@ def test_the_chapter_declares_its_claims_with_types_and_the_paper_effects():
     assert (no_harm.type, no_harm.margin, no_harm.paper_effect) == ("non-inferiority", chapter.PARITY_MARGIN, None)
     assert all(chapter.DECODER in c.components for cid, c in claims.items()
                if cid not in ("mlm_hurts_simcse", "cls_beats_avg", "paser_beats_cmlm"))
+    # the two claims about adding MLM rest on the MLM term engaging (issue 32's rule asks it of an MLM term too)
+    assert {cid for cid, c in claims.items() if chapter.MLM in c.components} == {"mlm_hurts_simcse", "mlm_does_not_hurt_paser"}
 
 
 def test_a_grid_sets_its_preset_row_beside_its_largest_row_seed_matched():
