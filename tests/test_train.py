@@ -130,25 +130,39 @@ def test_files_set_aside_within_one_second_are_all_kept(tmp_path, monkeypatch):
 
 
 def test_two_identical_runs_at_once_compute_once(tmp_path):
-    """The second process waits for the first's lock, then serves its record: one computation, one record."""
+    """Two processes asking for the same run while its lock is held both wait; once it is free, one computes and
+    the other serves its record: one computation, one record. The test holds the lock itself until both wait,
+    so the overlap does not depend on how fast this machine trains (a fixed head start raced on a fast CPU)."""
+    import fcntl
     import subprocess
     import sys
 
+    from sre_repro.config import resolve
+
     env = {**os.environ, "SRE_REPRO_RESULTS": str(tmp_path / "r"), "SRE_REPRO_WORK": str(tmp_path / "w"),
            "OMP_NUM_THREADS": "1"}
-    args = [sys.executable, "-m", "sre_repro", "train", "--set", "scale=smoke", "--set", "max_steps=12",
-            "--set", "eval_steps=6", "--format", "json"]
-    procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)]
-    time.sleep(4)  # the first holds the lock by now
-    procs.append(subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
-    outs = [p.communicate(timeout=600) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
-    # whichever started second (under load the order may flip) waited and then served the other's record
-    waited = [err for _, err in outs if "waiting for process" in err]
-    assert len(waited) == 1 and "sre-repro: cached: " in waited[0], [err for _, err in outs]
-    assert sum("sre-repro: cached: " in err for _, err in outs) == 1  # one computation
-    assert outs[0][0].strip().splitlines()[-1] == outs[1][0].strip().splitlines()[-1]  # the same scores
-    assert len(list((tmp_path / "r" / "simcse").glob("*.json"))) == 1
+    knobs = {"scale": "smoke", "max_steps": 12, "eval_steps": 6}
+    lock = tmp_path / "w" / "locks" / f"simcse-{runs.config_hash(resolve(overrides={'method': 'simcse', **knobs}))}.lock"
+    lock.parent.mkdir(parents=True)
+    args = [sys.executable, "-m", "sre_repro", "train", *(a for k, v in knobs.items() for a in ("--set", f"{k}={v}")),
+            "--format", "json"]
+    logs = [tmp_path / f"err{i}.txt" for i in range(2)]
+    with open(lock, "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        held.write("the-test")
+        held.flush()
+        procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=open(log, "w"), text=True, env=env) for log in logs]
+        deadline = time.time() + 300
+        while not all("waiting for process the-test" in log.read_text() for log in logs):
+            assert time.time() < deadline and all(p.poll() is None for p in procs), [log.read_text() for log in logs]
+            time.sleep(0.2)
+        fcntl.flock(held, fcntl.LOCK_UN)
+    outs = [p.communicate(timeout=600)[0] for p in procs]
+    errs = [log.read_text() for log in logs]
+    assert [p.returncode for p in procs] == [0, 0], errs
+    assert sum("sre-repro: cached: " in err for err in errs) == 1, errs  # one computed, the other served its record
+    assert outs[0].strip().splitlines()[-1] == outs[1].strip().splitlines()[-1]  # the same scores
+    assert [p.stem for p in (tmp_path / "r" / "simcse").glob("*.json")] == [lock.stem.removeprefix("simcse-")]
     assert not list((tmp_path / "w").rglob("*.tmp"))
 
 
