@@ -151,13 +151,16 @@ def test_two_identical_runs_at_once_compute_once(tmp_path):
         fcntl.flock(held, fcntl.LOCK_EX)
         held.write("the-test")
         held.flush()
-        procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=open(log, "w"), text=True, env=env) for log in logs]
+        handles = [open(log, "w") for log in logs]
+        procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=handle, text=True, env=env) for handle in handles]
         deadline = time.time() + 300
         while not all("waiting for process the-test" in log.read_text() for log in logs):
             assert time.time() < deadline and all(p.poll() is None for p in procs), [log.read_text() for log in logs]
             time.sleep(0.2)
         fcntl.flock(held, fcntl.LOCK_UN)
     outs = [p.communicate(timeout=600)[0] for p in procs]
+    for handle in handles:
+        handle.close()
     errs = [log.read_text() for log in logs]
     assert [p.returncode for p in procs] == [0, 0], errs
     assert sum("sre-repro: cached: " in err for err in errs) == 1, errs  # one computed, the other served its record
