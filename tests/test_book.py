@@ -124,6 +124,7 @@ def built_book(tmp_path_factory):
     for rel in ("_config.yml", "_toc.yml", "book/intro.md"):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO_ROOT / rel, root / rel)
+    shutil.copytree(REPO_ROOT / "_static", root / "_static")  # the book's CSS and its table script
     if not (REPO_ROOT / "_vendor/mathjax").is_dir():
         pytest.fail("_vendor/mathjax is missing: `make mathjax` fetches it (make test does)")
     shutil.copytree(REPO_ROOT / "_vendor", root / "_vendor")
@@ -232,6 +233,42 @@ def test_browser_renders_tables_and_figures(built_book, name):
     math = len(re.findall(r'class="math', dom))
     assert len(re.findall(r"<mjx-container", dom)) >= math, (name, math)
     assert not re.search(r"\\(frac|mathrm|tau|cos)\b", visible), name
+
+
+# measures every output table as Chromium lays the page out: its width, its output area's, and the prose cells
+# (over 24 characters) that stay on one line
+_LAYOUT_SCRIPT = """<script>window.addEventListener("load", () => {
+  const tables = Array.from(document.querySelectorAll(".cell_output table")).map(t => ({
+    cls: t.className, width: t.scrollWidth, room: (t.closest(".output") || t.parentElement).clientWidth,
+    unwrapped: Array.from(t.querySelectorAll("td")).filter(
+      d => d.textContent.trim().length > 24 && getComputedStyle(d).whiteSpace === "nowrap").length}));
+  const out = document.createElement("pre"); out.id = "layout"; out.textContent = JSON.stringify(tables);
+  document.body.appendChild(out);
+});</script>"""
+
+
+def _layout(page: Path, width: int) -> list[dict]:
+    probe = page.with_name(f"_layout_{page.name}")  # beside the page, so its _static/ links resolve
+    probe.write_text(page.read_text().replace("</body>", _LAYOUT_SCRIPT + "</body>"))
+    try:
+        dom = _chromium(f"--window-size={width},1000", "--virtual-time-budget=3000", "--dump-dom", probe.as_uri()).stdout
+    finally:
+        probe.unlink()
+    return json.loads(html.unescape(re.search(r'<pre id="layout"[^>]*>(.*?)</pre>', dom, re.S).group(1)))
+
+
+def test_verdict_tables_fit_the_page_and_prose_wraps(built_book):
+    """At 1400 px the verdict board and every chapter's verdict table fit their column, so no verdict hides to the
+    right; in every table a cell of prose wraps (_static/tables.js and book.css) while numbers keep one line."""
+    for name in EXPECTED:
+        tables = _layout(built_book / "_build/html/book/executed" / f"{name}.html", 1400)
+        assert tables, name
+        for table in tables:
+            assert table["unwrapped"] == 0, (name, table)
+            if {"verdicts", "verdict-board"} & set(table["cls"].split()):
+                assert table["width"] <= table["room"], (name, table)
+        if name == "verdict_board":
+            assert "verdict-board" in tables[0]["cls"]
 
 
 def test_browser_screenshot_of_the_front_page(built_book, tmp_path):
